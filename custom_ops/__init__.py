@@ -5,6 +5,7 @@ backends where their runtimes import) and re-exports the typed public API of `cu
 """
 from . import _schemas, fake  # noqa: F401  (registration side effects)
 from .backends import cpu as _cpu  # noqa: F401
+from .backends import fallback as _fallback  # noqa: F401
 from .backends import cuda as _cuda  # noqa: F401  (registers only where CUDA + Triton exist)
 from .backends import npu as _npu  # noqa: F401  (registers only where torch_npu imports)
 from . import vtensor  # noqa: F401
