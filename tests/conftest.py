@@ -1,0 +1,27 @@
+"""Device fixtures: every indexer test runs on each backend present; absent ones skip, saying why."""
+import pytest
+import torch
+
+import custom_ops  # noqa: F401  (registers the ops)
+
+
+def _has_npu():
+    try:
+        import torch_npu  # noqa: F401
+    except ImportError:
+        return False
+    return torch.npu.is_available()
+
+
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs an NVIDIA GPU (none on this machine)")),
+    pytest.param("npu", id="npu", marks=pytest.mark.skipif(
+        not _has_npu(), reason="needs an Ascend NPU with torch_npu (none on this machine)")),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param

@@ -1,0 +1,159 @@
+"""npu_vllm_quant_lightning_indexer against the golden (SPEC §1), on every backend present."""
+import itertools
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from custom_ops.testing import IndexerMismatch, assert_indexer_close, make_indexer_inputs
+
+op = torch.ops.custom.npu_vllm_quant_lightning_indexer
+DTYPES = {"int8": (torch.int8, torch.float16), "int8f32": (torch.int8, torch.float32),
+          "fp8": (torch.float8_e4m3fn, torch.float32), "fp8f16": (torch.float8_e4m3fn, torch.float16)}
+
+
+def run(device, args, kwargs, poison=True):
+    """Call the op on `device`; CUDA/NPU memory is poisoned first so unwritten outputs show."""
+    if poison and device != "cpu":
+        torch.empty(1 << 24, dtype=torch.int32, device=device).fill_(0x7F7F7F7F)
+    return op(*args, **kwargs)
+
+
+def check(device, exact=False, **case):
+    args, kwargs = make_indexer_inputs(device=device, **case)
+    idx, val = run(device, args, kwargs)
+    assert idx.dtype == torch.int32 and idx.device.type == device
+    assert_indexer_close(idx, val, args, kwargs, exact=exact, rtol=0 if exact else 1e-5)
+    return idx, val
+
+
+def _sweep():
+    """Every layout × mode × cmp_ratio, with block size, dtype, return_value and k cycling."""
+    blocks = [16, 64, 128, 1024]
+    for i, (layout, mode, cmp) in enumerate(itertools.product(
+            ["BSND", "TND", "TND+1"], [0, 3], [1, 2, 4, 8, 128])):
+        dtype = list(DTYPES)[i % 4]
+        bs = blocks[i % 4]
+        q_lens = [3, 1, 0, 4][: 2 + i % 3]
+        k_lens = [700 * cmp // 4 + 37, 5, 300 * min(cmp, 8), 0][: len(q_lens)]
+        k_lens = [min(k, 2900 * cmp) for k in k_lens]
+        k = [2048, 100, 7, 513][i % 4]
+        tag = f"{layout}-b{len(q_lens)}-s1_{max(q_lens)}-ctx{max(k_lens)}-cmp{cmp}-mode{mode}-bs{bs}-k{k}-{dtype}"
+        yield pytest.param(dict(layout=layout, mode=mode, cmp=cmp, dtype=dtype, bs=bs, q_lens=q_lens,
+                                k_lens=k_lens, k=k, rv=i % 2 == 0, seed=i), id=tag)
+
+
+@pytest.mark.parametrize("c", list(_sweep()))
+def test_sweep(device, c):
+    qk, sc = DTYPES[c["dtype"]]
+    layout = c["layout"].split("+")[0]
+    check(device, q_lens=c["q_lens"], k_lens=c["k_lens"], layout=layout,
+          leading_zero=c["layout"].endswith("+1"), s1=5, t_pad=2, block_size=c["bs"], qk_dtype=qk,
+          scale_dtype=sc, cmp_ratio=c["cmp"], sparse_mode=c["mode"], sparse_count=c["k"],
+          return_value=c["rv"], seed=c["seed"])
+
+
+CORNERS = {
+    "all-zero-lengths": dict(q_lens=[0, 0], k_lens=[0, 0]),
+    "zero-keys": dict(q_lens=[4, 2], k_lens=[0, 64]),
+    "causal-nothing-visible": dict(q_lens=[8], k_lens=[3], sparse_mode=3),  # first rows see L <= 0
+    "cmp128-under-one-key": dict(q_lens=[2], k_lens=[127], cmp_ratio=128),
+    "k-larger-than-visible": dict(q_lens=[4], k_lens=[50], sparse_count=2048),
+    "k1": dict(q_lens=[4, 3], k_lens=[900, 17], sparse_count=1),
+    "k2048-ctx3000": dict(q_lens=[2], k_lens=[3000], sparse_count=2048, block_size=128),
+    "bsnd-no-query-lengths": dict(q_lens=[4, 4], k_lens=[400, 90], pass_q_lens=False),
+    "tnd-padding-rows": dict(q_lens=[2, 3], k_lens=[200, 70], layout="TND", t_pad=5),
+    "contiguous-key": dict(q_lens=[3], k_lens=[333], strided_key=False),
+    "block1024-ragged": dict(q_lens=[1, 4, 2], k_lens=[2100, 1, 1025], block_size=1024),
+    "values-padding": dict(q_lens=[3], k_lens=[10], sparse_count=64, return_value=True),
+}
+
+
+@pytest.mark.parametrize("case", list(CORNERS.values()), ids=list(CORNERS))
+def test_corner(device, case):
+    case = {"sparse_count": 256, **case}
+    check(device, **case)
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+@pytest.mark.parametrize("cmp", [1, 4])
+def test_ties_exact(device, layout, cmp):
+    """Integer inputs make every backend's arithmetic exact: the order must be the golden's,
+    with equal scores ordered by index (SPEC §1.4)."""
+    idx, val = check(device, exact=True, q_lens=[3, 4], k_lens=[700, 300], layout=layout,
+                     ties=True, cmp_ratio=cmp, sparse_count=150, return_value=True, block_size=16)
+    assert (val[..., :-1] == val[..., 1:]).any(), "the inputs were meant to contain ties"
+
+
+def test_nothing_visible_rows_are_all_padding(device):
+    args, kwargs = make_indexer_inputs(q_lens=[8], k_lens=[3], sparse_count=16, return_value=True,
+                                       device=device)
+    idx, val = run(device, args, kwargs)
+    # causal: token s sees floor(3 - 8 + s + 1) keys, so s < 5 sees none
+    assert (idx[0, :5] == -1).all() and (val[0, :5] == float("-inf")).all()
+    assert (idx[0, 5, 0, :1] >= 0).all() and (idx[0, 5, 0, 1:] == -1).all()
+
+
+def test_deterministic(device):
+    args, kwargs = make_indexer_inputs(q_lens=[4, 2, 3], k_lens=[3000, 1200, 64],
+                                       return_value=True, device=device)
+    ref = run(device, args, kwargs)
+    for _ in range(5):
+        out = run(device, args, kwargs)
+        assert torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])
+
+
+def test_metadata_given_equals_none(device):
+    args, kwargs = make_indexer_inputs(q_lens=[4, 2], k_lens=[1500, 300], device=device)
+    meta = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata(
+        actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+        actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64, num_heads_k=1,
+        head_dim=128, batch_size=2, max_seqlen_q=4, sparse_count=2048, sparse_mode=3,
+        device=device)
+    with_meta = op(*args, metadata=meta, **kwargs)
+    without = op(*args, **kwargs)
+    assert torch.equal(with_meta[0], without[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["int8", "fp8"])
+def test_long_context_64k(device, dtype):
+    qk, sc = DTYPES[dtype]
+    check(device, q_lens=[4, 4], k_lens=[65536, 40000], block_size=128, qk_dtype=qk, scale_dtype=sc)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_property(device, data):
+    """Random valid configurations: the backend agrees with the golden."""
+    batch = data.draw(st.integers(1, 4), label="batch")
+    layout = data.draw(st.sampled_from(["BSND", "TND"]), label="layout")
+    cmp = data.draw(st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128]), label="cmp_ratio")
+    q_lens = data.draw(st.lists(st.integers(0, 6), min_size=batch, max_size=batch), label="q_lens")
+    k_lens = data.draw(st.lists(st.integers(0, 600 * min(cmp, 4)), min_size=batch, max_size=batch),
+                       label="k_lens")
+    dtype = data.draw(st.sampled_from(list(DTYPES)), label="dtype")
+    qk, sc = DTYPES[dtype]
+    check(device, q_lens=q_lens, k_lens=k_lens, layout=layout, cmp_ratio=cmp,
+          leading_zero=layout == "TND" and data.draw(st.booleans(), label="leading_zero"),
+          block_size=data.draw(st.sampled_from([16, 32, 64, 128, 256]), label="block_size"),
+          sparse_mode=data.draw(st.sampled_from([0, 3]), label="sparse_mode"),
+          sparse_count=data.draw(st.integers(1, 300), label="sparse_count"),
+          return_value=data.draw(st.booleans(), label="return_value"),
+          qk_dtype=qk, scale_dtype=sc, seed=data.draw(st.integers(0, 2**16), label="seed"))
+
+
+def test_seed_example_is_fast(device):
+    """The seed's first example (B=24, S1=4, S2=512, block 128) agrees with the golden."""
+    check(device, q_lens=[4] * 24, k_lens=[512] * 24, block_size=128, sparse_count=512,
+          sparse_mode=0)
+
+
+def test_comparison_is_live(device):
+    """Guard against a comparison that cannot fail: a corrupted output must be rejected."""
+    args, kwargs = make_indexer_inputs(q_lens=[4], k_lens=[500], sparse_count=64, device=device)
+    idx, val = run(device, args, kwargs)
+    bad = idx.clone()
+    bad[0, 3, 0, 0] = bad[0, 3, 0, 63]
+    with pytest.raises(IndexerMismatch):
+        assert_indexer_close(bad, val, args, kwargs)

@@ -1,0 +1,125 @@
+"""npu_vllm_quant_lightning_indexer_metadata: the format v1 schedule (SPEC §2)."""
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from custom_ops import metadata as md
+
+meta_op = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata
+
+
+def expected_units(q_lens, k_lens, q_block, k_block, layout_query, sparse_mode, cmp, max_s1):
+    """Plain-Python oracle: every (b, qb, kb) that has visible work, in schedule order."""
+    units = []
+    for b, (s1, s2) in enumerate(zip(q_lens, k_lens)):
+        qbs = [(0, s1)] if q_block == 0 else [(i * q_block, min((i + 1) * q_block, s1))
+                                               for i in range(-(-max_s1 // q_block))]
+        for qb, (lo, hi) in enumerate(qbs):
+            if hi <= lo:
+                continue
+            last = hi - 1
+            vis = s2 // cmp if sparse_mode == 0 else min(s2 // cmp, (s2 - s1 + last + 1) // cmp)
+            units += [(b, qb, kb) for kb in range(-(-max(vis, 0) // k_block))]
+    return units
+
+
+def walk(sched, q_lens, k_lens, layout_query, sparse_mode, cmp, max_s1):
+    """Expand each worker's (b, qb, kb, count) record into its units, as a kernel walks them."""
+    order = expected_units(q_lens, k_lens, sched.q_block, sched.k_block, layout_query,
+                           sparse_mode, cmp, max_s1)
+    pos = {u: i for i, u in enumerate(order)}
+    out = []
+    for b, qb, kb, count in sched.workers:
+        if count:
+            start = pos[(b, qb, kb)]
+            out.append(order[start:start + count])
+        else:
+            out.append([])
+    return order, out
+
+
+def _compute(params, q_lens, k_lens, layout, mode, cmp, max_s1, leading_zero=False):
+    if layout == "TND":
+        cum = torch.cumsum(torch.tensor(q_lens, dtype=torch.int64), 0)
+        asq = torch.cat([torch.zeros(1, dtype=torch.int64), cum]) if leading_zero else cum
+    else:
+        asq = torch.tensor(q_lens)
+    return md.compute(params, asq.to(torch.int32), torch.tensor(k_lens, dtype=torch.int32),
+                      batch=len(k_lens), max_seqlen_q=max_s1, layout_query=layout,
+                      sparse_count=2048, sparse_mode=mode, cmp_ratio=cmp, device="cpu")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_split_covers_every_unit_once_and_balances(data):
+    batch = data.draw(st.integers(1, 6))
+    q_lens = data.draw(st.lists(st.integers(0, 40), min_size=batch, max_size=batch))
+    k_lens = data.draw(st.lists(st.integers(0, 20000), min_size=batch, max_size=batch))
+    layout = data.draw(st.sampled_from(["BSND", "TND"]))
+    mode = data.draw(st.sampled_from([0, 3]))
+    cmp = data.draw(st.sampled_from([1, 4, 128]))
+    params = md.SplitParams(md.BACKEND_CUDA, data.draw(st.integers(1, md.MAX_WORKERS)),
+                            data.draw(st.sampled_from([0, 1, 4, 16])), data.draw(st.sampled_from([64, 2048])))
+    max_s1 = max(q_lens)
+    meta = _compute(params, q_lens, k_lens, layout, mode, cmp, max_s1,
+                    leading_zero=data.draw(st.booleans()))
+    sched = md.decode(meta)
+    order, per_worker = walk(sched, q_lens, k_lens, layout, mode, cmp, max_s1)
+    assert sched.total_units == len(order)
+    assert [u for w in per_worker for u in w] == order  # each unit exactly once, in order
+    counts = [len(w) for w in per_worker]
+    assert max(counts) - min(counts) <= 1, counts  # equal-cost units: balanced to one unit
+    assert (meta[md.HEADER_LEN + md.RECORD_LEN * sched.num_workers:] == 0).all()
+
+
+def test_header_fields():
+    meta = _compute(md.SplitParams(md.BACKEND_CPU, 3, 4, 2048), [4, 2], [9000, 0], "BSND", 3, 4, 4)
+    sched = md.decode(meta)
+    assert (sched.backend, sched.num_workers, sched.q_block, sched.k_block, sched.batch) == (1, 3, 4, 2048, 2)
+    assert (sched.q_blocks, sched.sparse_mode, sched.cmp_ratio, sched.layout_query) == (1, 3, 4, 0)
+    assert sched.total_units == 2  # 9000 // 4 = 2250 keys -> 2 blocks of 2048; batch 1 has none
+
+
+def test_long_single_sequence_spreads_over_all_workers():
+    meta = _compute(md.SplitParams(md.BACKEND_CUDA, 132, 4, 512), [1], [131072], "BSND", 3, 1, 1)
+    sched = md.decode(meta)
+    assert all(w[3] >= 1 for w in sched.workers)
+
+
+def test_zero_lengths_give_no_work():
+    sched = md.decode(_compute(md.SplitParams(md.BACKEND_CUDA, 8, 4, 512), [0, 0], [0, 0], "BSND", 3, 1, 4))
+    assert sched.total_units == 0 and all(w[3] == 0 for w in sched.workers)
+
+
+def test_op_on_device(device):
+    asq = torch.tensor([1, 4, 2], dtype=torch.int32, device=device)
+    ask = torch.tensor([70000, 300, 0], dtype=torch.int32, device=device)
+    meta = meta_op(actual_seq_lengths_query=asq, actual_seq_lengths_key=ask, num_heads_q=64,
+                   num_heads_k=1, head_dim=128, batch_size=3, max_seqlen_q=4, device=device)
+    assert meta.dtype == torch.int32 and meta.shape == (1024,) and meta.device.type == device
+    sched = md.decode(meta)
+    assert md.BACKEND_NAMES[sched.backend] == device
+    order, per_worker = walk(sched, [1, 4, 2], [70000, 300, 0], "BSND", 3, 1, 4)
+    assert [u for w in per_worker for u in w] == order
+
+
+def test_metadata_op_compiles_without_graph_break():
+    asq = torch.tensor([1, 4], dtype=torch.int32)
+    ask = torch.tensor([7000, 300], dtype=torch.int32)
+
+    def f(asq, ask):
+        return meta_op(actual_seq_lengths_query=asq, actual_seq_lengths_key=ask, num_heads_q=64,
+                       num_heads_k=1, head_dim=128, max_seqlen_q=4, device="cpu")
+
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    assert torch.equal(compiled(asq, ask), f(asq, ask))
+
+
+@pytest.mark.parametrize("bad", [lambda m: m.__setitem__(0, 7), lambda m: m.__setitem__(1, 9),
+                                 lambda m: m.__setitem__(2, 0), lambda m: m.__setitem__(2, 999)],
+                         ids=["format", "backend", "no-workers", "too-many-workers"])
+def test_decode_rejects_bad_header(bad):
+    meta = _compute(md.SplitParams(md.BACKEND_CPU, 1, 0, 8192), [1], [10], "BSND", 3, 1, 1)
+    bad(meta)
+    with pytest.raises(ValueError, match="metadata"):
+        md.decode(meta)

@@ -1,0 +1,88 @@
+"""The comparison helper itself (SPEC §1.5): it must reject every kind of wrong output."""
+import pytest
+import torch
+
+from custom_ops.reference import golden_indexer
+from custom_ops.testing import IndexerMismatch, assert_indexer_close, make_indexer_inputs
+
+
+@pytest.fixture
+def case():
+    args, kwargs = make_indexer_inputs(q_lens=[4, 2], k_lens=[300, 40], sparse_count=64,
+                                       return_value=True, block_size=16, seed=3)
+    idx, val = golden_indexer(*args, **kwargs)
+    return args, kwargs, idx, val
+
+
+def test_accepts_the_golden(case):
+    args, kwargs, idx, val = case
+    assert_indexer_close(idx, val, args, kwargs, exact=True)
+
+
+def _reject(case, change, exact=False):
+    args, kwargs, idx, val = case
+    idx, val = idx.clone(), val.clone()
+    change(idx, val)
+    with pytest.raises(IndexerMismatch):
+        assert_indexer_close(idx, val, args, kwargs, exact=exact)
+
+
+def test_rejects_a_wrong_set(case):
+    def change(idx, val):  # batch 0 row 3 sees 300 keys; put a low-scoring one in place of the best
+        row = idx[0, 3, 0]
+        low = [j for j in range(300) if j not in row.tolist()][0]
+        row[0] = low
+    _reject(case, change)
+
+
+def test_rejects_a_wrong_order(case):
+    def change(idx, val):
+        idx[0, 3, 0, [0, 40]] = idx[0, 3, 0, [40, 0]]
+    _reject(case, change)
+
+
+def test_rejects_a_missing_minus_one(case):
+    def change(idx, val):  # batch 1 sees 40 keys < 64: padding starts at 40
+        idx[1, 1, 0, 45] = 7
+    _reject(case, change)
+
+
+def test_rejects_an_extra_minus_one(case):
+    def change(idx, val):
+        idx[0, 3, 0, 63] = -1
+    _reject(case, change)
+
+
+def test_rejects_a_duplicate(case):
+    def change(idx, val):
+        idx[0, 3, 0, 10] = idx[0, 3, 0, 11]
+    _reject(case, change)
+
+
+def test_rejects_a_wrong_value(case):
+    def change(idx, val):
+        val[0, 3, 0, 5] *= 1.01
+    _reject(case, change)
+
+
+def test_rejects_written_padding_rows(case):
+    def change(idx, val):  # batch 1 has 2 of S1 = 4 query tokens: rows 2, 3 are padding
+        idx[1, 3, 0, 0] = 0
+    _reject(case, change)
+
+
+def test_accepts_a_near_tie_swap_and_exact_mode_does_not():
+    args, kwargs = make_indexer_inputs(q_lens=[2], k_lens=[200], ties=True, sparse_count=50, return_value=True,
+                                       scale_dtype=torch.float32, block_size=16, seed=5)
+    idx, val = golden_indexer(*args, **kwargs)
+    row = idx[0, 1, 0]
+    first, second = int(row[0]), int(row[1])
+    assert val[0, 1, 0, 0] == val[0, 1, 0, 1], "expected a tie at the top"
+    # nudge the second key's scale up by 1e-7: it now scores a hair above the first
+    key_scale, block_table = args[4], kwargs["block_table"]
+    key_scale[block_table[0, second // 16], second % 16] *= 1 + 1e-7
+    swapped = golden_indexer(*args, **kwargs)[0]
+    assert int(swapped[0, 1, 0, 0]) == second
+    assert_indexer_close(idx, val, args, kwargs, value_rtol=1e-3)  # old order: a near-tie swap
+    with pytest.raises(IndexerMismatch):
+        assert_indexer_close(idx, val, args, kwargs, exact=True)
