@@ -37,9 +37,9 @@ SCHEMAS = {
     # Virtual-memory KV append (SPEC §3).
     # --- vtensor (begin) ---
     "vtensor_reserve_one_token": (
-        "vtensor_reserve_one_token(Tensor key_cache, Tensor key_states) -> Tensor"
+        "vtensor_reserve_one_token(Tensor(a) key_cache, Tensor key_states) -> Tensor(a)"
     ),
-    "vtensor_append": "vtensor_append(Tensor cache, Tensor states) -> Tensor",
+    "vtensor_append": "vtensor_append(Tensor(a) cache, Tensor states) -> Tensor(a)",
     "vtensor_append_": "vtensor_append_(Tensor(a!) cache, Tensor states, Tensor positions) -> ()",
     # --- vtensor (end) ---
 }

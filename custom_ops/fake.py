@@ -31,4 +31,27 @@ def npu_vllm_quant_lightning_indexer_metadata(
 
 
 # --- vtensor (begin) ---
+def _vtensor_appended(cache, states):
+    # The real op returns a view of virtual storage whose strides depend on the layout only;
+    # output_strides reads metadata, so the fake and the real op agree on them.
+    from .vtensor.cache import output_strides
+    batch, length, heads, head_dim = cache.shape
+    new_length = length + states.shape[1]
+    return cache.new_empty_strided((batch, new_length, heads, head_dim),
+                                   output_strides(cache, new_length))
+
+
+@torch.library.register_fake("custom::vtensor_reserve_one_token")
+def vtensor_reserve_one_token(key_cache, key_states):
+    return _vtensor_appended(key_cache, key_states)  # [B, S + 1, H, D]
+
+
+@torch.library.register_fake("custom::vtensor_append")
+def vtensor_append(cache, states):
+    return _vtensor_appended(cache, states)  # [B, S + T, H, D]
+
+
+@torch.library.register_fake("custom::vtensor_append_")
+def vtensor_append_(cache, states, positions):
+    return None
 # --- vtensor (end) ---

@@ -1,0 +1,129 @@
+"""Virtual-memory KV append (SPEC §3): grow a KV cache in place behind a reserved address range.
+
+Ops (``torch.ops.custom``): ``vtensor_reserve_one_token``, ``vtensor_append`` (functional; the
+result is a longer view of the same virtual storage) and ``vtensor_append_`` (in place at
+device-held positions, capturable in a CUDA graph). The helpers below create caches, grow or
+shrink their backing outside a graph, roll back, and report memory.
+"""
+import torch
+
+from . import ops as _ops  # noqa: F401  (registers the CPU and CUDA implementations)
+from .cache import DEFAULTS, LAYOUTS, VirtualCache, lookup
+from .errors import (  # noqa: F401
+    DriverError,
+    DroppedWritesError,
+    ReservationExhaustedError,
+    VTensorError,
+    VTensorOutOfMemoryError,
+)
+from .memory import all_device_memory, device_memory
+
+
+def empty(batch: int, heads: int, head_dim: int, *, capacity: int, dtype: torch.dtype,
+          device, chunk_bytes: int | None = None, layout: str | None = None) -> torch.Tensor:
+    """A virtual cache holding no tokens yet: returns its live view [B, 0, H, D].
+
+    ``capacity`` tokens per sequence are reserved (address space only); physical memory is
+    mapped ``chunk_bytes`` at a time (rounded up to the driver's granularity) as tokens arrive.
+    """
+    for name, value in (("batch", batch), ("heads", heads), ("head_dim", head_dim),
+                        ("capacity", capacity)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if chunk_bytes is not None and chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    if layout is not None and layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    cache, base = VirtualCache.create(batch, heads, head_dim, dtype, torch.device(device),
+                                      capacity, chunk_bytes, layout)
+    return cache.view(base, 0)
+
+
+def _virtual(cache: torch.Tensor, name: str) -> VirtualCache:
+    virtual = lookup(cache)
+    if virtual is None or not virtual.is_view(cache):
+        raise ValueError(f"{name}: cache must be a view of a virtual cache "
+                         "(custom_ops.vtensor.empty or vtensor_append), got an ordinary tensor")
+    return virtual
+
+
+def capacity_view(cache: torch.Tensor) -> torch.Tensor:
+    """[B, capacity, H, D] over the whole reservation, for ``vtensor_append_`` in a graph.
+
+    Only tokens below ``resize_backing``'s lengths are backed; read nothing beyond them.
+    """
+    virtual = _virtual(cache, "capacity_view")
+    return virtual.view(cache, virtual.capacity)
+
+
+def resize_backing(cache: torch.Tensor, lengths) -> None:
+    """Back exactly enough chunks for lengths[b] tokens of each sequence (outside any graph).
+
+    ``lengths``: an int (every sequence) or B ints. Growing maps chunks now; shrinking unmaps
+    after the work already queued on the device is done. Raises ``ReservationExhaustedError`` or
+    ``VTensorOutOfMemoryError`` with the backing unchanged.
+    """
+    virtual = _virtual(cache, "resize_backing")
+    if isinstance(lengths, int):
+        lengths = [lengths] * virtual.batch
+    lengths = [int(n) for n in lengths]
+    if len(lengths) != virtual.batch or min(lengths) < 0:
+        raise ValueError(f"resize_backing: lengths must be {virtual.batch} non-negative ints, "
+                         f"got {lengths}")
+    virtual.ensure_tokens(lengths)
+    virtual.shrink_tokens(lengths)
+    virtual.reservation.ensure({virtual.sink: virtual.token_bytes})
+    virtual.limits.copy_(torch.tensor(virtual.mapped_tokens(), dtype=torch.int64))
+
+
+def truncate(cache: torch.Tensor, length: int) -> torch.Tensor:
+    """Roll the live length back to ``length`` tokens (speculative decoding); returns that view.
+
+    The next ``vtensor_append`` on the returned view writes over the dropped tokens in place, so
+    any longer view still held shows the new tokens there: the rollback is explicit for that
+    reason. The backing stays mapped (a longer view may still be read); ``resize_backing``
+    releases it.
+    """
+    virtual = _virtual(cache, "truncate")
+    if not 0 <= length <= virtual.length:
+        raise ValueError(f"truncate: length must be in [0, {virtual.length}], got {length}")
+    virtual.length = length
+    return virtual.view(cache, length)
+
+
+def check(cache: torch.Tensor) -> None:
+    """Raise ``DroppedWritesError`` if ``vtensor_append_`` dropped writes past the backing.
+
+    Reads a device counter (a sync): call it outside the hot loop.
+    """
+    virtual = _virtual(cache, "check")
+    dropped = int(virtual.dropped.item())
+    if dropped:
+        raise DroppedWritesError(
+            f"vtensor_append_ dropped {dropped} token writes that fell outside the mapped "
+            "backing; call custom_ops.vtensor.resize_backing with the lengths before appending")
+
+
+def set_memory_budget(nbytes: int | None, device="cpu") -> None:
+    """Cap the physical memory virtual caches may hold on ``device`` (None: the device's own)."""
+    if nbytes is not None and nbytes < 0:
+        raise ValueError(f"nbytes must be non-negative or None, got {nbytes}")
+    device_memory(device).budget = nbytes
+
+
+def memory_stats(device=None) -> dict:
+    """Reserved, mapped, pooled and pending-free bytes: of ``device``, or {device: stats} of all.
+
+    Memory waiting on a fence is freed first where the fence has passed.
+    """
+    if device is not None:
+        return device_memory(device).stats()
+    return {str(dev): memory.stats() for dev, memory in all_device_memory().items()}
+
+
+def synchronize(device=None) -> None:
+    """Wait for pending frees (their fences only) and complete them."""
+    memories = ([device_memory(device)] if device is not None
+                else list(all_device_memory().values()))
+    for memory in memories:
+        memory.reap(wait=True)

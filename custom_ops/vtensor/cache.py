@@ -1,0 +1,201 @@
+"""A KV cache [B, S, H, D] over one virtual reservation: layout, views, growth, rollback, backing.
+
+Layouts (SPEC §3), chosen per cache:
+- "per_sequence" (vAttention): sequence b owns region b of the reservation, [S_cap, H, D] in
+  memory; logical strides (region, H*D, D, 1). Each sequence is backed on its own, so ragged
+  lengths cost only their own chunks, and attention kernels see an ordinary strided batch.
+- "sequence_major" (the seed): one region [S_cap, B, H, D]; logical strides (H*D, B*H*D, D, 1);
+  one growing tail shared by the batch.
+One extra region after the data regions is the sink: writes of ``vtensor_append_`` that fall
+outside the mapped backing go there instead of faulting (a CUDA graph cannot check on the host).
+
+The cache object never holds a tensor of its own storage: the storage keeps the cache alive
+(through the wrapped buffer's owner), and when the last view dies the reservation is freed,
+stream-ordered. Views are rebuilt with ``as_strided`` from whichever view the caller passes.
+"""
+import math
+import weakref
+
+import torch
+
+from .errors import ReservationExhaustedError
+from .memory import Reservation, device_memory
+
+LAYOUTS = ("per_sequence", "sequence_major")
+DEFAULTS = {
+    "reserve_bytes": 4 << 30,  # per cache, when a plain tensor is turned into a virtual one
+    "chunk_bytes": 2 << 20,  # a multiple of every granularity seen (CPU pages, CUDA 2 MiB)
+    "layout": "per_sequence",
+}
+
+_REGISTRY: dict[tuple, weakref.ref] = {}
+
+
+class _Owner:
+    """Kept alive by the storage of every view; frees the reservation when the last view dies."""
+
+    def __init__(self, cache: "VirtualCache"):
+        self.cache = cache
+
+    def __del__(self):
+        cache = self.cache
+        _REGISTRY.pop(cache.key, None)
+        cache.reservation.memory.close(cache.reservation)
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+class VirtualCache:
+    """Bookkeeping of one virtual KV cache; ``create`` returns it with its base tensor."""
+
+    def __init__(self, batch, heads, head_dim, dtype, device, capacity, chunk_bytes, layout,
+                 region_bytes=None):
+        memory = device_memory(device)
+        if batch == 1:
+            layout = "per_sequence"  # the two layouts are the same memory for one sequence
+        self.batch, self.heads, self.head_dim = batch, heads, head_dim
+        self.dtype, self.device, self.layout = dtype, memory.device, layout
+        self.row_bytes = heads * head_dim * dtype.itemsize  # one token of one sequence
+        # bytes one more token takes in one region
+        self.token_bytes = self.row_bytes if layout == "per_sequence" else batch * self.row_bytes
+        chunk = _round_up(chunk_bytes, memory.granularity)
+        if region_bytes is None:
+            region_bytes = _round_up(capacity * self.token_bytes, chunk)
+            self.capacity = capacity
+        else:
+            chunk = math.gcd(chunk, region_bytes)
+            self.capacity = region_bytes // self.token_bytes
+        self.chunk = chunk
+        data_regions = batch if layout == "per_sequence" else 1
+        self.reservation = Reservation(memory, data_regions + 1, region_bytes, chunk)
+        self.sink = data_regions
+        self.region_elems = region_bytes // dtype.itemsize
+        self.length = 0  # tokens of the live view of the functional ops
+        self.key = (self.device, self.reservation.address)
+        self.limits = torch.zeros(batch, dtype=torch.int64, device=self.device)
+        self.dropped = torch.zeros((), dtype=torch.int64, device=self.device)
+
+    @classmethod
+    def create(cls, batch, heads, head_dim, dtype, device, capacity, chunk_bytes=None, layout=None,
+               region_bytes=None) -> tuple["VirtualCache", torch.Tensor]:
+        cache = cls(batch, heads, head_dim, dtype, device, capacity,
+                    DEFAULTS["chunk_bytes"] if chunk_bytes is None else chunk_bytes,
+                    DEFAULTS["layout"] if layout is None else layout, region_bytes)
+        reservation = cache.reservation
+        try:
+            # CUDA infers a wrapped pointer's device from its attributes: the base must be mapped.
+            reservation.ensure({0: min(cache.chunk, reservation.region_bytes)})
+            base = reservation.memory.driver.wrap(reservation.address, reservation.nbytes,
+                                                  _Owner(cache))
+        except BaseException:
+            reservation.memory.close(reservation)
+            raise
+        _REGISTRY[cache.key] = weakref.ref(cache)
+        return cache, base.view(dtype)
+
+    # --- views -----------------------------------------------------------------------------
+    def strides(self) -> tuple:
+        hd = self.heads * self.head_dim
+        if self.layout == "per_sequence":
+            return (self.region_elems, hd, self.head_dim, 1)
+        return (hd, self.batch * hd, self.head_dim, 1)
+
+    def view(self, like: torch.Tensor, length: int) -> torch.Tensor:
+        """[B, length, H, D] over this cache, built from any tensor sharing its storage."""
+        return like.as_strided((self.batch, length, self.heads, self.head_dim), self.strides(), 0)
+
+    def is_view(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is a prefix [B, S, H, D] of this cache in its own layout."""
+        if (tensor.dim() != 4 or tensor.dtype != self.dtype or tensor.storage_offset() != 0
+                or tuple(tensor.shape[::2]) != (self.batch, self.heads)
+                or tensor.shape[3] != self.head_dim or tensor.shape[1] > self.capacity):
+            return False
+        return all(size == 1 or stride == want for size, stride, want
+                   in zip(tensor.shape, tensor.stride(), self.strides()))
+
+    def scatter_view(self, like: torch.Tensor) -> torch.Tensor:
+        """[regions + sink, S_cap, columns, H*D]: (region, token, column) addresses one row."""
+        hd = self.heads * self.head_dim
+        columns = 1 if self.layout == "per_sequence" else self.batch
+        return like.as_strided((self.sink + 1, self.capacity, columns, hd),
+                               (self.region_elems, columns * hd, hd, 1), 0)
+
+    # --- backing ---------------------------------------------------------------------------
+    def ensure_tokens(self, lengths: list[int]) -> None:
+        """Back at least lengths[b] tokens of each sequence; nothing changes if it fails."""
+        worst = max(lengths, default=0)
+        if worst > self.capacity:
+            raise ReservationExhaustedError(
+                f"virtual KV cache full: {worst} tokens needed, its reservation holds "
+                f"{self.capacity} per sequence ({self.reservation.nbytes} bytes reserved); "
+                "create it with a larger capacity (custom_ops.vtensor.empty(..., capacity=))")
+        self.reservation.ensure(self._region_bytes(lengths))
+
+    def shrink_tokens(self, lengths: list[int]) -> None:
+        self.reservation.shrink(self._region_bytes(lengths))
+
+    def _region_bytes(self, lengths: list[int]) -> dict[int, int]:
+        if self.layout == "per_sequence":
+            return {b: n * self.token_bytes for b, n in enumerate(lengths)}
+        return {0: max(lengths, default=0) * self.token_bytes}
+
+    def mapped_tokens(self) -> list[int]:
+        reservation = self.reservation
+        if self.layout == "per_sequence":
+            return [min(self.capacity, reservation.mapped_bytes(b) // self.token_bytes)
+                    for b in range(self.batch)]
+        return [min(self.capacity, reservation.mapped_bytes(0) // self.token_bytes)] * self.batch
+
+
+def lookup(tensor: torch.Tensor) -> VirtualCache | None:
+    """The virtual cache whose storage ``tensor`` views, or None for an ordinary tensor."""
+    storage = tensor.untyped_storage()
+    ref = _REGISTRY.get((tensor.device if tensor.device.type == "cpu" else
+                         torch.device(tensor.device.type, tensor.device.index),
+                         storage.data_ptr()))
+    cache = ref() if ref is not None else None
+    if cache is None or storage.nbytes() != cache.reservation.nbytes:
+        return None
+    return cache
+
+
+def output_layout(cache: torch.Tensor, new_length: int) -> tuple[str, int | None]:
+    """Layout and per-sequence region (elements) of ``vtensor_append``'s result, from metadata only.
+
+    The fake kernel and the real one both use this, so a traced graph sees the strides that the
+    real op returns: a cache already in a virtual layout keeps it; anything else gets the default.
+    """
+    batch, length, heads, head_dim = cache.shape
+    hd = heads * head_dim
+    stride = tuple(cache.stride())
+    if batch > 1 and stride == (hd, batch * hd, head_dim, 1):
+        return "sequence_major", None
+    if stride[1:] == (hd, head_dim, 1) and stride[0] > length * hd:
+        return "per_sequence", stride[0]
+    layout = DEFAULTS["layout"] if batch > 1 else "per_sequence"
+    if layout == "sequence_major":
+        return layout, None
+    return layout, default_region_bytes(cache, new_length) // cache.dtype.itemsize
+
+
+def default_capacity(cache: torch.Tensor, new_length: int) -> int:
+    batch, _, heads, head_dim = cache.shape
+    per_token = batch * heads * head_dim * cache.dtype.itemsize
+    return max(DEFAULTS["reserve_bytes"] // max(per_token, 1), new_length, 1)
+
+
+def default_region_bytes(cache: torch.Tensor, new_length: int) -> int:
+    _, _, heads, head_dim = cache.shape
+    row = heads * head_dim * cache.dtype.itemsize
+    return _round_up(default_capacity(cache, new_length) * row, DEFAULTS["chunk_bytes"])
+
+
+def output_strides(cache: torch.Tensor, new_length: int) -> tuple:
+    batch, _, heads, head_dim = cache.shape
+    hd = heads * head_dim
+    layout, region = output_layout(cache, new_length)
+    if layout == "sequence_major":
+        return (hd, batch * hd, head_dim, 1)
+    return (region, hd, head_dim, 1)

@@ -1,0 +1,159 @@
+"""CPU and CUDA implementations of the three vtensor ops (schemas in custom_ops/_schemas.py).
+
+The bodies are device-agnostic torch code over the cache views of ``cache.py``; the device only
+matters to the driver below them, so one registration per dispatch key is all there is here.
+"""
+import torch
+
+from .cache import VirtualCache, default_capacity, lookup, output_layout
+from .memory import device_memory
+
+
+def check_append_args(cache: torch.Tensor, states: torch.Tensor, name: str) -> None:
+    """SPEC §4 checks shared by the three ops: ranks, matching B/H/D, dtype and device."""
+    if cache.dim() != 4:
+        raise ValueError(f"{name}: cache must be 4-D [B, S, H, D], got shape {tuple(cache.shape)}")
+    if states.dim() != 4:
+        raise ValueError(
+            f"{name}: states must be 4-D [B, T, H, D], got shape {tuple(states.shape)}")
+    if states.shape[0] != cache.shape[0] or states.shape[2:] != cache.shape[2:]:
+        raise ValueError(
+            f"{name}: states [B, T, H, D] must match cache in B, H, D: got states "
+            f"{tuple(states.shape)} for cache {tuple(cache.shape)}")
+    if states.dtype != cache.dtype:
+        raise TypeError(f"{name}: states dtype must equal cache dtype {cache.dtype}, "
+                        f"got {states.dtype}")
+    if states.device != cache.device:
+        raise ValueError(f"{name}: states must be on the cache's device {cache.device}, "
+                         f"got {states.device}")
+
+
+def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
+    """The virtual cache if ``cache`` is exactly its live view (the in-place case), else None."""
+    virtual = lookup(cache)
+    if virtual is None or not virtual.is_view(cache) or virtual.length != cache.shape[1]:
+        return None
+    layout, region = output_layout(cache, cache.shape[1])
+    if layout != virtual.layout or (region is not None and region != virtual.region_elems):
+        return None
+    return virtual
+
+
+def _fresh_cache(cache: torch.Tensor, new_length: int) -> tuple[VirtualCache, torch.Tensor]:
+    """A new virtual cache for a plain or stale ``cache``, laid out as ``output_layout`` says."""
+    batch, _, heads, head_dim = cache.shape
+    layout, region = output_layout(cache, new_length)
+    source = lookup(cache)
+    capacity = source.capacity if source is not None else default_capacity(cache, new_length)
+    chunk = source.chunk if source is not None else None
+    region_bytes = None
+    if region is not None:
+        region_bytes = region * cache.dtype.itemsize
+        if region_bytes % device_memory(cache.device).granularity:
+            raise ValueError(
+                f"vtensor_append: cache stride(0) = {region} elements is not a whole number of "
+                "mapping granules; pass a contiguous cache or a virtual one")
+    return VirtualCache.create(batch, heads, head_dim, cache.dtype, cache.device, capacity,
+                               chunk_bytes=chunk, layout=layout, region_bytes=region_bytes)
+
+
+def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """torch.cat([cache, states], 1) in value; in place when ``cache`` is the live virtual view.
+
+    cache  [B, S, H, D]  states [B, T, H, D]  ->  [B, S + T, H, D], a view of virtual storage.
+    A plain cache is copied once into a new virtual cache; so is a stale view (shorter or longer
+    than the live one), so tokens that a live view still shows are never overwritten.
+    """
+    check_append_args(cache, states, "vtensor_append")
+    length, new_length = cache.shape[1], cache.shape[1] + states.shape[1]
+    virtual = _live_cache(cache)
+    if virtual is not None:
+        virtual.ensure_tokens([new_length] * virtual.batch)
+        like = cache
+    else:
+        virtual, like = _fresh_cache(cache, new_length)
+        virtual.ensure_tokens([new_length] * virtual.batch)
+        virtual.view(like, length).copy_(cache)
+    virtual.view(like, new_length)[:, length:].copy_(states)
+    virtual.length = new_length
+    return virtual.view(like, new_length)
+
+
+def vtensor_reserve_one_token(key_cache: torch.Tensor, key_states: torch.Tensor) -> torch.Tensor:
+    """The seed's op: ``vtensor_append`` of exactly one token. key_states [B, 1, H, D]."""
+    if key_states.dim() == 4 and key_states.shape[1] != 1:
+        raise ValueError("vtensor_reserve_one_token: key_states must be [B, 1, H, D], got shape "
+                         f"{tuple(key_states.shape)}; use vtensor_append for several tokens")
+    return vtensor_append(key_cache, key_states)
+
+
+def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
+    """cache[b, positions[b] + t] = states[b, t], in place, capturable in a CUDA graph.
+
+    cache [B, S, H, D] (for a virtual cache, usually ``capacity_view``), states [B, T, H, D],
+    positions [B] int32/int64 on the cache's device. Writes outside [0, S) are dropped; on a
+    virtual cache so are writes past the mapped backing (grown with ``resize_backing`` outside
+    the graph), which are counted so that ``check`` raises afterwards.
+    """
+    check_append_args(cache, states, "vtensor_append_")
+    batch, steps = states.shape[:2]
+    if positions.dim() != 1 or positions.shape[0] != batch:
+        raise ValueError(f"vtensor_append_: positions must be [B] = [{batch}], got shape "
+                         f"{tuple(positions.shape)}")
+    if positions.dtype not in (torch.int32, torch.int64):
+        raise TypeError(f"vtensor_append_: positions must be int32 or int64, got {positions.dtype}")
+    if positions.device != cache.device:
+        raise ValueError(f"vtensor_append_: positions must be on the cache's device "
+                         f"{cache.device}, got {positions.device}")
+    if steps == 0:
+        return
+    virtual = lookup(cache)
+    if virtual is not None and virtual.is_view(cache):
+        _append_virtual(virtual, cache, states, positions)
+    else:
+        _append_plain(cache, states, positions)
+
+
+def _token_index(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    batch, steps = states.shape[:2]
+    offsets = torch.arange(steps, device=states.device, dtype=torch.int64)
+    return positions.to(torch.int64).view(batch, 1) + offsets  # [B, T]
+
+
+def _append_virtual(virtual: VirtualCache, cache: torch.Tensor, states: torch.Tensor,
+                    positions: torch.Tensor) -> None:
+    batch, steps = states.shape[:2]
+    tokens = _token_index(states, positions)
+    limit = virtual.limits.clamp(max=cache.shape[1]).view(batch, 1)
+    inside = (tokens >= 0) & (tokens < limit)  # [B, T]
+    seq = torch.arange(batch, device=states.device).view(batch, 1).expand(batch, steps)
+    per_sequence = virtual.layout == "per_sequence"
+    region = torch.where(inside, seq if per_sequence else torch.zeros_like(seq), virtual.sink)
+    token = torch.where(inside, tokens, 0)
+    column = torch.zeros_like(seq) if per_sequence else seq
+    rows = states.reshape(batch, steps, -1)
+    virtual.scatter_view(cache).index_put_((region, token, column), rows)
+    virtual.dropped.add_((~inside).sum())
+
+
+def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
+    batch, steps = states.shape[:2]
+    length = cache.shape[1]
+    if steps > length:
+        raise ValueError(f"vtensor_append_: states carry T = {steps} tokens, more than the cache "
+                         f"holds (S = {length})")
+    tokens = _token_index(states, positions)
+    inside = (tokens >= 0) & (tokens < length)
+    # Out-of-range tokens rewrite an in-range slot with its own value: with T <= S the slot
+    # (token mod S) is never one that an in-range token of this call writes.
+    safe = tokens.remainder(length)
+    seq = torch.arange(batch, device=states.device).view(batch, 1).expand(batch, steps)
+    kept = cache[seq, safe]
+    cache.index_put_((seq, safe), torch.where(inside.view(batch, steps, 1, 1), states, kept))
+
+
+_lib = torch.library.Library("custom", "IMPL")  # noqa: TOR901 - implementations of fragments
+for _name, _fn in (("vtensor_reserve_one_token", vtensor_reserve_one_token),
+                   ("vtensor_append", vtensor_append), ("vtensor_append_", vtensor_append_)):
+    for _key in ("CPU", "CUDA"):
+        _lib.impl(_name, _fn, _key)
