@@ -1,0 +1,66 @@
+"""Tuned launch configurations of the CUDA indexer, as data (no autotuning: it cannot run
+inside a CUDA-graph capture, and a table keeps every call's kernel choice predictable).
+
+Keyed by shape class; measured on an H200 with scripts/bench_indexer.py (see NOTES.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ... import metadata as md
+
+# Metadata: decode (≤ DECODE_MAX_Q query tokens per sequence) puts all of a sequence's tokens in
+# one query block, so each key tile is loaded once and dotted against every token; prefill cuts
+# the query axis so that one long sequence still yields many units.
+DECODE_MAX_Q = 16
+PREFILL_Q_BLOCK = 64
+K_BLOCK = 512  # keys per work unit: a multiple of every BLOCK_K below
+
+# Logits workspace budget per launch (SPEC §1.6): longer problems run in chunks of rows.
+WORKSPACE_BYTES = 512 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class LogitsConfig:
+    block_k: int  # keys per tile
+    programs_per_worker: int  # P: programs sharing one metadata worker's units
+    num_warps: int
+    num_stages: int
+
+
+@dataclasses.dataclass(frozen=True)
+class TopkConfig:
+    segments: int  # G: programs per row before the merge (1: no merge stage)
+    block_n: int  # elements per scan step
+    num_warps: int
+
+
+# (dtype class, query tokens per unit class) -> config
+LOGITS = {
+    ("int8", "decode"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
+    ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
+    ("fp8", "decode"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
+    ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
+}
+
+# Rows at or above this many programs' worth need no segmenting.
+TOPK_FULL_ROWS = 256
+TOPK_BLOCK_N = 2048
+TOPK_WARPS = 8
+
+
+def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
+    q_block = 0 if max_seqlen_q <= DECODE_MAX_Q else PREFILL_Q_BLOCK
+    return md.SplitParams(md.BACKEND_CUDA, num_workers=workers, q_block=q_block, k_block=K_BLOCK)
+
+
+def logits_config(is_int8: bool, max_q: int) -> LogitsConfig:
+    return LOGITS[("int8" if is_int8 else "fp8", "decode" if max_q <= DECODE_MAX_Q else "prefill")]
+
+
+def topk_config(rows: int, cap: int, sparse_count: int) -> TopkConfig:
+    """Segments so that rows × segments fills the GPU, each segment much longer than k."""
+    g = 1
+    while rows * g < TOPK_FULL_ROWS and cap // (g * 2) >= 4 * sparse_count and g < 16:
+        g *= 2
+    return TopkConfig(segments=g, block_n=TOPK_BLOCK_N, num_warps=TOPK_WARPS)

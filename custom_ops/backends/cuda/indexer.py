@@ -1,0 +1,193 @@
+"""CUDA backend of npu_vllm_quant_lightning_indexer: two Triton phases over a bounded workspace.
+
+Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
+key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
+workspace is rows × (block table capacity) fp32, at most WORKSPACE_BYTES per launch: longer
+problems run in chunks of batches (BSND) or query tokens (TND), each a standalone sub-problem with
+its own schedule (SPEC §1.6). Nothing syncs with the host in graph capture or on the hot path.
+
+Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
+a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
+decoded on the host once per tensor version, so a wrong one raises ValueError as on the CPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import weakref
+
+import torch
+import triton
+
+from ... import _checks, metadata as md
+from .configs import WORKSPACE_BYTES, logits_config, topk_config
+from .indexer_logits import _indexer_logits_kernel
+from .indexer_metadata import indexer_metadata, num_workers
+from .indexer_topk import PAD, STAGE_FINAL, STAGE_MERGE, STAGE_SEGMENT, _indexer_topk_kernel
+
+_checked = {"ref": None, "version": -1}
+
+
+def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, block_k: int):
+    """Eager-mode check of a caller's metadata, once per tensor version (it syncs)."""
+    if _checked["ref"] is not None and _checked["ref"]() is metadata \
+            and _checked["version"] == metadata._version:
+        return
+    sched = md.decode(metadata)
+    if sched.backend != md.BACKEND_CUDA:
+        raise ValueError(f"metadata was computed for backend '{md.BACKEND_NAMES[sched.backend]}', "
+                         "but this call runs on the cuda backend: compute it with device='cuda'")
+    for name, got, want in (("worker count", sched.num_workers, workers),
+                            ("batch size", sched.batch, p.batch),
+                            ("sparse_mode", sched.sparse_mode, p.sparse_mode),
+                            ("cmp_ratio", sched.cmp_ratio, p.cmp_ratio),
+                            ("layout_query", sched.layout_query, md.LAYOUT_CODES[p.layout_query])):
+        if got != want:
+            raise ValueError(f"metadata was computed for {name} {got}, but this call has {want}")
+    if sched.k_block <= 0 or sched.k_block % block_k:
+        raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
+    _checked["ref"], _checked["version"] = weakref.ref(metadata), metadata._version
+
+
+def _in_graph_or_compile() -> bool:
+    return torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()
+
+
+def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
+         p: _checks.IndexerProblem, rows: int, s1: int, leading_zero: bool, workers: int):
+    """Both phases for one (sub-)problem whose `rows` output rows fit the workspace."""
+    is_int8 = query.dtype == torch.int8
+    cap = p.max_blocks_per_seq * p.block_size
+    lc = logits_config(is_int8, s1 if p.layout_query == "BSND" else rows)
+    tc = topk_config(rows, cap, p.sparse_count)
+    dev = query.device
+    tnd = p.layout_query == "TND"
+    logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
+    err = torch.empty(1, dtype=torch.int32, device=dev)
+    asq_arg = ask if asq is None else asq
+    common = dict(CMP=p.cmp_ratio, CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
+                  LEADING_ZERO=leading_zero)
+    _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
+        query, weights, qscale, key, key.stride(0), kscale, kscale.stride(0),
+        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
+        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq,
+        PAGE=p.block_size, FP8_AS_F16=not is_int8, BLOCK_K=lc.block_k,
+        P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
+        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,
+        num_warps=lc.num_warps, num_stages=lc.num_stages, **common)
+
+    k = p.sparse_count
+    k_pad = triton.next_power_of_2(k)
+    g = tc.segments
+    topk = dict(K_PAD=k_pad, BLOCK_N=tc.block_n, NB=2048, PAD_KEY=PAD,
+                BLOCK_B=triton.next_power_of_2(max(p.batch, 1)), RETURN_VALUE=p.return_value,
+                num_warps=tc.num_warps, **common)
+    scratch = torch.empty((rows, k_pad), dtype=torch.int64, device=dev)
+    val_arg = val_out if p.return_value else idx_out
+    if g == 1:
+        _indexer_topk_kernel[(rows, 1)](
+            logits, cap, err, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
+            p.batch, s1, rows, cap, k, STAGE=STAGE_FINAL, G=1, **topk)
+        return
+    cand = torch.empty((rows, g, k_pad), dtype=torch.int64, device=dev)
+    counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
+    _indexer_topk_kernel[(rows, g)](
+        logits, cap, counts, cand, idx_out, val_arg, asq_arg, ask, meta, err,
+        p.batch, s1, rows, cap, k, STAGE=STAGE_SEGMENT, G=g, **topk)
+    _indexer_topk_kernel[(rows, 1)](
+        cand, g * k_pad, counts, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
+        p.batch, s1, rows, cap, k, STAGE=STAGE_MERGE, G=g, **topk)
+
+
+def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
+    """Lengths of the sub-problem made of query rows [r0, r1) (TND), without a sync.
+
+    Batch b keeps its tokens inside the window; its key length is cut so that token s of the
+    window sees exactly what it saw in the whole problem: S2' = S2 - (S1 - end of window)."""
+    a = asq.to(torch.int64)
+    ends = a[1:] if leading_zero else a
+    new_end = ends.clamp(r0, r1)  # batch b's window starts where batch b-1's ends
+    s2 = ask.to(torch.int64)
+    if causal:
+        s2 = (s2 - (ends - new_end)).clamp(min=0)
+    return (new_end - r0).to(torch.int32), s2.to(torch.int32)
+
+
+@torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
+def npu_vllm_quant_lightning_indexer(
+        query, key, weights, query_dequant_scale, key_dequant_scale, *,
+        actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
+        metadata=None, query_quant_mode=0, key_quant_mode=0, layout_query="BSND",
+        layout_key="PA_BSND", sparse_count=2048, sparse_mode=3, pre_tokens=2**63 - 1,
+        next_tokens=2**63 - 1, cmp_ratio=1, return_value=False):
+    p = _checks.check_indexer(
+        query, key, weights, query_dequant_scale, key_dequant_scale,
+        actual_seq_lengths_query=actual_seq_lengths_query,
+        actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table, metadata=metadata,
+        query_quant_mode=query_quant_mode, key_quant_mode=key_quant_mode,
+        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
+        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
+        cmp_ratio=cmp_ratio, return_value=return_value)
+    workers = num_workers(query.device)
+    return indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                   actual_seq_lengths_query, actual_seq_lengths_key, block_table, metadata,
+                   p=p, workers=workers)
+
+
+def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,
+            p: _checks.IndexerProblem, workers: int):
+    """The CUDA indexer on checked arguments (also runs under TRITON_INTERPRET on CPU tensors)."""
+    tnd = p.layout_query == "TND"
+    leading_zero = tnd and asq.shape[0] == p.batch + 1
+    s1 = p.max_s1
+    rows = p.max_s1 if tnd else p.batch * p.max_s1
+    k = p.sparse_count
+    shape = (*query.shape[:-2], key.shape[2], k)
+    idx_out = torch.empty((rows, k), dtype=torch.int32, device=query.device)
+    val_out = torch.empty((rows, k) if p.return_value else (0,), dtype=torch.float32,
+                          device=query.device)
+    cap = p.max_blocks_per_seq * p.block_size
+    if rows == 0 or p.batch == 0 or cap == 0:
+        idx_out.fill_(-1)
+        val_out.fill_(float("-inf"))
+        return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out
+    query = query.reshape(rows, *query.shape[-2:]).contiguous()
+    weights = weights.reshape(rows, -1).contiguous()
+    qscale = qscale.reshape(rows, -1).contiguous()
+    if metadata is not None and not _in_graph_or_compile() and query.device.type == "cuda":
+        _check_metadata_on_host(metadata, p, workers, logits_config(
+            query.dtype == torch.int8, s1 if not tnd else rows).block_k)
+
+    per_row = cap * 4
+    rows_per_chunk = max(1, WORKSPACE_BYTES // per_row)
+    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
+                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
+    if rows <= rows_per_chunk:
+        meta = metadata if metadata is not None else indexer_metadata(
+            asq, ask, max_seqlen_q=s1, **lengths)
+        _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
+             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers)
+    elif not tnd:
+        per_chunk = max(1, rows_per_chunk // s1)
+        for b0 in range(0, p.batch, per_chunk):
+            b1 = min(p.batch, b0 + per_chunk)
+            sub_asq = None if asq is None else asq[b0:b1]
+            sub = dataclasses.replace(p, batch=b1 - b0)
+            lengths["batch"] = b1 - b0
+            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1, **lengths)
+            r0, r1 = b0 * s1, b1 * s1
+            _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
+                 block_table[b0:b1], meta, idx_out[r0:r1],
+                 val_out[r0:r1] if p.return_value else val_out,
+                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers)
+    else:
+        for r0 in range(0, rows, rows_per_chunk):
+            r1 = min(rows, r0 + rows_per_chunk)
+            sub_asq, sub_ask = _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero,
+                                                  p.sparse_mode == 3)
+            sub = dataclasses.replace(p, max_s1=r1 - r0)
+            meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
+            _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
+                 block_table, meta, idx_out[r0:r1],
+                 val_out[r0:r1] if p.return_value else val_out,
+                 p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers)
+    return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

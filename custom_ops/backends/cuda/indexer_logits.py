@@ -1,0 +1,153 @@
+"""Phase 1 of the CUDA indexer: per-(query token, key) scores written to an fp32 workspace.
+
+    logits[r, j] = kscale[j] · Σ_g (weights[r, g] · qscale[r, g]) · ReLU(q[r, g] · k[j])
+
+(scales are non-negative, so both factor out of the ReLU: SPEC §1.4). A persistent grid of
+W · P programs walks the metadata's work units (b, qb, kb): worker w's contiguous run of units
+is dealt round-robin to its P programs, so more than one program per SM keeps loads in flight
+while the schedule stays the metadata's. A unit loads each [BLOCK_K, D] key tile once, through
+the block table, and dots it against every query token of its query block (next_n tokens in
+decode), so the key cache is read from HBM once per sequence per call. Logits beyond a token's
+visible length are never written, and phase 2 never reads them.
+
+A metadata header that does not describe this call (format, backend, worker count, tile sizes,
+batch, mask) makes every program skip all work; program 0 stores the verdict in `err`, which
+phase 2 reads to emit all -1 rows instead of reading a workspace nobody wrote.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ... import metadata as md
+
+
+@triton.jit
+def visible_keys(s, s1, s2, CMP: tl.constexpr, CAUSAL: tl.constexpr):
+    """SPEC §1.3: compressed keys query token s (of s1) sees; clamped at 0 (C-style division
+    differs from floor only for negative numerators, which the clamp maps to 0 either way)."""
+    s2c = s2 // CMP
+    if CAUSAL:
+        s2c = tl.minimum(s2c, (s2 - s1 + s + 1) // CMP)
+    return tl.maximum(s2c, 0)
+
+
+@triton.jit
+def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
+               LEADING_ZERO: tl.constexpr):
+    """(first output row, query tokens S1_b) of batch b (SPEC §1.2), clamped to the query shape."""
+    if TND:
+        if LEADING_ZERO:
+            start = tl.load(asq_ptr + b)
+            end = tl.load(asq_ptr + b + 1)
+        else:
+            end = tl.load(asq_ptr + b)
+            start = tl.load(asq_ptr + b - 1, mask=b > 0, other=0)
+        end = tl.minimum(tl.maximum(end, 0), T)
+        start = tl.minimum(tl.maximum(start, 0), end)
+        return start, end - start
+    if HAS_ASQ:
+        n = tl.minimum(tl.maximum(tl.load(asq_ptr + b), 0), S1)
+    else:
+        n = S1
+    return b * S1, n
+
+
+@triton.jit
+def header_ok(md_ptr, W, B, BLOCK_K: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr,
+              TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
+    """Whether the metadata describes this call: format v1, CUDA, W workers, tiles it can run."""
+    q_block = tl.load(md_ptr + 3)
+    k_block = tl.load(md_ptr + 4)
+    ok = (tl.load(md_ptr + 0) == FORMAT_ID) & (tl.load(md_ptr + 1) == BACKEND)
+    ok = ok & (tl.load(md_ptr + 2) == W) & (tl.load(md_ptr + 5) == B)
+    ok = ok & (k_block > 0) & (k_block % BLOCK_K == 0) & (q_block >= 0)
+    ok = ok & (tl.load(md_ptr + 7) >= 1) & (tl.load(md_ptr + 10) == CMP)
+    ok = ok & (tl.load(md_ptr + 9) == (3 if CAUSAL else 0)) & (tl.load(md_ptr + 11) == (1 if TND else 0))
+    return ok
+
+
+@triton.jit
+def _indexer_logits_kernel(
+        q_ptr, w_ptr, qs_ptr,  # [R, H, D] int8/fp8, [R, H], [R, H] fp16/fp32
+        k_ptr, stride_kb, ks_ptr, stride_ksb,  # key [NB, PAGE, 1, D], key scale [NB, PAGE, 1]
+        bt_ptr, stride_bt,  # block table [B, MB] int32
+        asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
+        md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
+        out_ptr, stride_out,  # logits fp32 [R, CAP]
+        B, S1, T, NUM_BLOCKS, MAX_BLOCKS,
+        PAGE: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
+        HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
+        BLOCK_K: tl.constexpr, P: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
+        FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
+    pid = tl.program_id(0)
+    W = tl.num_programs(0) // P
+    worker = pid // P
+    sub = pid % P
+    ok = header_ok(md_ptr, W, B, BLOCK_K, CMP, CAUSAL, TND, FORMAT_ID, BACKEND)
+    if pid == 0:
+        tl.store(err_ptr, tl.where(ok, 0, 1))
+    if ok:
+        q_block = tl.load(md_ptr + 3)
+        k_block = tl.load(md_ptr + 4)
+        QB = tl.load(md_ptr + 7)
+        rec = md_ptr + HEADER + 4 * worker
+        b = tl.load(rec)
+        qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
+        kb = tl.maximum(tl.load(rec + 2), 0)
+        count = tl.load(rec + 3)
+        cap = MAX_BLOCKS * PAGE
+        offs_k = tl.arange(0, BLOCK_K)
+        offs_d = tl.arange(0, D)
+        offs_h = tl.arange(0, H)
+        i = 0
+        while (i < count) & (b >= 0) & (b < B):
+            row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
+            s2 = tl.load(ask_ptr + b)
+            if q_block > 0:
+                s_lo = qb * q_block
+                s_hi = tl.minimum(s_lo + q_block, s1)
+            else:
+                s_lo = 0
+                s_hi = s1
+            keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), cap)
+            units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
+            take = tl.minimum(units - kb, count - i)
+            if take > 0:
+                first = (sub - i % P + P) % P
+                for u in range(first, take, P):
+                    j0 = (kb + u) * k_block
+                    j1 = tl.minimum(j0 + k_block, keys)
+                    for t in range(j0, j1, BLOCK_K):
+                        j = t + offs_k
+                        jm = j < j1
+                        page = tl.load(bt_ptr + b.to(tl.int64) * stride_bt + j // PAGE, mask=jm, other=0)
+                        page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)
+                        slot = j % PAGE
+                        k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + offs_d[None, :],
+                                    mask=jm[:, None], other=0)
+                        ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
+                        if FP8_AS_F16:
+                            k = k.to(tl.float16)
+                        for s in range(s_lo, s_hi):
+                            vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
+                            if t < vis:
+                                row = (row0 + s).to(tl.int64)
+                                q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + offs_d[None, :])
+                                a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * \
+                                    tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
+                                if FP8_AS_F16:
+                                    q = q.to(tl.float16)
+                                if k.dtype == tl.int8:
+                                    dot = tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32)
+                                else:
+                                    dot = tl.dot(k, tl.trans(q), out_dtype=tl.float32)
+                                score = tl.sum(tl.maximum(dot, 0.0) * a[None, :], axis=1) * ks
+                                score = tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
+                                tl.store(out_ptr + row * stride_out + j, score, mask=j < vis)
+            i += tl.maximum(take, 0)
+            kb = 0
+            qb += 1
+            if qb >= QB:
+                qb = 0
+                b += 1
