@@ -29,6 +29,7 @@ struct Parsed {
     int64_t queryRows = 0;
     int64_t outputRows = 0;
     int64_t queryLenCount = 0;
+    int64_t numBlocks = 0;
     int64_t blockSize = 0;
     int64_t maxBlocksPerSeq = 0;
     int64_t keyBlockStride = 0;
@@ -113,6 +114,7 @@ ge::graphStatus CheckShapes(gert::TilingContext *ctx, Parsed &p)
                k.GetDimNum());
     CHECK_RULE(k.GetDim(2) == li::HEADS_K, p.op, "key N2 must be %ld, got %ld", li::HEADS_K, k.GetDim(2));
     CHECK_RULE(k.GetDim(3) == li::HEAD_DIM, p.op, "key D must be %ld, got %ld", li::HEAD_DIM, k.GetDim(3));
+    p.numBlocks = k.GetDim(0);
     p.blockSize = k.GetDim(1);
     CHECK_RULE(p.blockSize > 0 && p.blockSize % li::BLOCK_SIZE_ALIGN == 0 && p.blockSize <= li::MAX_BLOCK_SIZE, p.op,
                "key block_size must be a multiple of %ld in [%ld, %ld], got %ld", li::BLOCK_SIZE_ALIGN,
@@ -214,6 +216,7 @@ ge::graphStatus TilingVllmQuantLightningIndexer(gert::TilingContext *ctx)
     data.set_outputRows(p.outputRows);
     data.set_layoutQuery(p.layoutQuery);
     data.set_queryLenCount(p.queryLenCount);
+    data.set_numBlocks(p.numBlocks);
     data.set_blockSize(p.blockSize);
     data.set_maxBlocksPerSeq(p.maxBlocksPerSeq);
     data.set_keyBlockStride(p.keyBlockStride);

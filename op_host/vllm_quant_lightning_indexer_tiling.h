@@ -13,6 +13,7 @@ TILING_DATA_FIELD_DEF(uint32_t, queryRows);        // S1 (BSND) or T (TND): rows
 TILING_DATA_FIELD_DEF(uint32_t, outputRows);       // B * S1 or T
 TILING_DATA_FIELD_DEF(uint32_t, layoutQuery);      // li::LAYOUT_BSND / LAYOUT_TND
 TILING_DATA_FIELD_DEF(uint32_t, queryLenCount);    // entries of actual_seq_lengths_query: 0, B or B + 1
+TILING_DATA_FIELD_DEF(uint32_t, numBlocks);        // blocks of the key cache (bounds block_table entries)
 TILING_DATA_FIELD_DEF(uint32_t, blockSize);        // rows of one key cache block
 TILING_DATA_FIELD_DEF(uint32_t, maxBlocksPerSeq);  // columns of block_table
 TILING_DATA_FIELD_DEF(int64_t, keyBlockStride);    // elements between cache blocks of key

@@ -60,6 +60,7 @@ ge::graphStatus TilingVtensorAppend(gert::TilingContext *ctx)
     data.set_tokens(a.tokens);
     data.set_capacity(a.capacity);
     data.set_rowElems(a.rowElems);
+    data.set_rowBytes(rowBytes);
     data.set_cacheStrideB(a.cacheStrideB);
     data.set_cacheStrideS(a.cacheStrideS);
     data.set_rowsPerPass(rowsPerPass);

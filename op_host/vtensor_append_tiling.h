@@ -11,6 +11,7 @@ TILING_DATA_FIELD_DEF(int64_t, batch);
 TILING_DATA_FIELD_DEF(int64_t, tokens);
 TILING_DATA_FIELD_DEF(int64_t, capacity);
 TILING_DATA_FIELD_DEF(int64_t, rowElems);
+TILING_DATA_FIELD_DEF(int64_t, rowBytes);
 TILING_DATA_FIELD_DEF(int64_t, cacheStrideB);
 TILING_DATA_FIELD_DEF(int64_t, cacheStrideS);
 TILING_DATA_FIELD_DEF(int64_t, rowsPerPass);

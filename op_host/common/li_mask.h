@@ -67,6 +67,12 @@ struct PagedSlot {
 
 LI_INLINE PagedSlot KeySlot(int64_t j, int64_t blockSize) { return {j / blockSize, j % blockSize}; }
 
+// The block_table column a key needs, within the table (a longer length than the table covers
+// reads its last column), and a block id from the table, within the cache (else block 0): a bad
+// table or length gives wrong scores, never an out-of-bounds read.
+LI_INLINE int64_t SafeTableCol(int64_t col, int64_t maxBlocksPerSeq) { return Clamp(col, 0, maxBlocksPerSeq - 1); }
+LI_INLINE int64_t SafeBlockId(int64_t id, int64_t numBlocks) { return (id >= 0 && id < numBlocks) ? id : 0; }
+
 // Element offset of compressed key j's first byte in the key cache, given the block id read from
 // block_table and the cache's stride along the block axis (the cache may be a view, SPEC §1.1).
 LI_INLINE int64_t KeyOffset(int64_t blockId, int64_t row, int64_t blockStride, int64_t rowStride)

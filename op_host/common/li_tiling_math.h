@@ -43,7 +43,7 @@ LI_INLINE int64_t Mm1WorkspaceBytes(int64_t aicNum)
 
 LI_INLINE int64_t PartialWorkspaceBytes(int64_t aicNum, int64_t sparseCount)
 {
-    return aicNum * PARTIAL_SLOTS * NPU_Q_BLOCK * AlignUp(sparseCount, 8) * TOPK_ENTRY_BYTES;
+    return aicNum * PARTIAL_SLOTS * NPU_Q_BLOCK * AlignUp(sparseCount, 32) * TOPK_ENTRY_BYTES;
 }
 
 // Everything the indexer asks of GM workspace beyond the system part (GetLibApiWorkSpaceSize).
@@ -62,7 +62,8 @@ struct UbPlan {
     int64_t keyScale;   // key_dequant_scale of the unit [kBlock]
     int64_t sortBuf;    // Sort output + its temporary, (score, index) pairs [kBlock]
     int64_t running;    // running top-k per token, (score, index) pairs [sparseCount]
-    int64_t mergeBuf;   // MrgSort output of running + unit lists [2 * sparseCount]
+    int64_t mergeBuf;   // MrgSort output of running + unit lists [2 * sparseCount]; doubles as the
+                        // mask's key positions [kBlock] + compare bits, so never below those
     int64_t total;
 };
 
@@ -79,7 +80,7 @@ LI_INLINE UbPlan PlanUb(int64_t vecKeys, int64_t kBlock, int64_t sparseCount)
     u.keyScale = AlignUp(kBlock * 4, UB_ALIGN);
     u.sortBuf = AlignUp(kBlock * TOPK_ENTRY_BYTES, UB_ALIGN) * 2;
     u.running = AlignUp(k * TOPK_ENTRY_BYTES, UB_ALIGN) * tokens;
-    u.mergeBuf = AlignUp(2 * k * TOPK_ENTRY_BYTES, UB_ALIGN);
+    u.mergeBuf = Max(AlignUp(2 * k * TOPK_ENTRY_BYTES, UB_ALIGN), AlignUp(kBlock * 4, UB_ALIGN) + AlignUp(kBlock / 8, UB_ALIGN));
     u.total = u.mmIn + u.mmFloat + u.headWeight + u.unitScore + u.keyScale + u.sortBuf + u.running + u.mergeBuf;
     return u;
 }

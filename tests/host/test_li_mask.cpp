@@ -94,3 +94,12 @@ TEST(paged_slot_and_offset)
     // A view whose block stride exceeds block_size * D (non-contiguous along blocks only).
     CHECK_EQ(li::KeyOffset(7, 44, 2 * 128 * 128, 128), 7 * 2 * 128 * 128 + 44 * 128);
 }
+
+TEST(table_lookups_stay_in_bounds)
+{
+    CHECK_EQ(li::SafeTableCol(5, 8), 5);
+    CHECK_EQ(li::SafeTableCol(9, 8), 7);  // a length beyond the table reads its last column
+    CHECK_EQ(li::SafeBlockId(3, 10), 3);
+    CHECK_EQ(li::SafeBlockId(10, 10), 0);
+    CHECK_EQ(li::SafeBlockId(-1, 10), 0);
+}

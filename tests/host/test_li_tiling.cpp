@@ -20,7 +20,7 @@ TEST(mm1_workspace_is_double_buffered_subtile_per_cube)
 TEST(partial_workspace_holds_two_rows_of_four_tokens_per_core)
 {
     CHECK_EQ(li::PartialWorkspaceBytes(24, 2048), 24LL * 2 * 4 * 2048 * 8);
-    CHECK_EQ(li::PartialWorkspaceBytes(1, 1), 2LL * 4 * 8 * 8);  // rows padded to 8 entries (32 B of indices)
+    CHECK_EQ(li::PartialWorkspaceBytes(1, 1), 2LL * 4 * 32 * 8);  // lists padded to 32 entries (one Sort32 repeat)
     CHECK_EQ(li::IndexerUserWorkspaceBytes(24, 512), li::Mm1WorkspaceBytes(24) + li::PartialWorkspaceBytes(24, 512));
 }
 
@@ -89,4 +89,11 @@ TEST(fill_rows_partition_all_rows_once)
         }
         CHECK_EQ(next, rows);
     }
+}
+
+TEST(ub_merge_buffer_also_holds_the_mask_scratch)
+{
+    // sparse_count 1: the merge output is tiny, but the mask needs kBlock floats + kBlock bits.
+    const li::UbPlan u = li::PlanUb(64, li::NPU_K_BLOCK, 1);
+    CHECK(u.mergeBuf >= li::NPU_K_BLOCK * 4 + li::NPU_K_BLOCK / 8);
 }

@@ -1,0 +1,169 @@
+// Cube service of the indexer: Q·Kᵀ of one work unit (4 query tokens x 64 heads by 2048 keys),
+// K gathered from the paged cache through block_table, written to workspace as int32 (A2/A3)
+// or float32 (950) sub-tiles of [256, S2_SUBTILE], double-buffered against the vector cores.
+#ifndef CUSTOM_OPS_LI_CUBE_H
+#define CUSTOM_OPS_LI_CUBE_H
+
+#include "li_gm.h"
+#include "li_tiling_math.h"
+
+namespace li_kernel {
+
+using namespace AscendC;
+
+template <typename QK, typename ACC>
+class LiCube {
+public:
+    static constexpr int64_t BASE_M = 128;  // L0C tile [128, 128] x 4 B = 64 KiB, double-buffered
+    static constexpr int64_t BASE_N = 128;
+    static constexpr int64_t D = li::HEAD_DIM;
+
+    __aicore__ inline void Init(TPipe *pipe, __gm__ QK *query, __gm__ QK *key, __gm__ int32_t *blockTable,
+                                GlobalTensor<ACC> mmWorkspace, int64_t blockSize, int64_t keyBlockStride,
+                                int64_t maxBlocksPerSeq, int64_t numBlocks)
+    {
+        query_.SetGlobalBuffer(query);
+        key_.SetGlobalBuffer(key);
+        blockTable_ = blockTable;
+        mm_ = mmWorkspace;
+        blockSize_ = blockSize;
+        keyBlockStride_ = keyBlockStride;
+        maxBlocksPerSeq_ = maxBlocksPerSeq;
+        numBlocks_ = numBlocks;
+        pipe->InitBuffer(qL1_, li::CUBE_M * D * sizeof(QK));
+        pipe->InitBuffer(kL1_, li::S2_SUBTILE * D * sizeof(QK));
+        pipe->InitBuffer(aL0_, BASE_M * D * sizeof(QK));
+        pipe->InitBuffer(bL0_, 2 * BASE_N * D * sizeof(QK));
+        pipe->InitBuffer(cL0_, 2 * BASE_M * BASE_N * sizeof(ACC));
+    }
+
+    // The vector cores free both buffers once at start; waiting for both at the end leaves every
+    // flag counter where it began.
+    __aicore__ inline void Finish()
+    {
+        CrossCoreWaitFlag(FLAG_MM_FREE);
+        CrossCoreWaitFlag(FLAG_MM_FREE + 1);
+    }
+
+    // One unit: query rows [qRow0, qRow0 + qRows) (token-major, 64 heads each) against compressed
+    // keys [kb * K, kb * K + keys) of batch b.
+    __aicore__ inline void ComputeUnit(int64_t qRow0, int64_t qRows, int64_t b, int64_t kb, int64_t keys)
+    {
+        const int64_t m = qRows * li::HEADS_Q;
+        LoadQuery(qRow0, m);
+        for (int64_t sub = 0; sub * li::S2_SUBTILE < keys; ++sub) {
+            const int64_t buf = subTile_ % 2;
+            const int64_t k0 = kb * li::NPU_K_BLOCK + sub * li::S2_SUBTILE;
+            const int64_t n = li::Min(li::S2_SUBTILE, keys - sub * li::S2_SUBTILE);
+            GatherKeys(b, k0, n);
+            CrossCoreWaitFlag(FLAG_MM_FREE + buf);
+            for (int64_t m0 = 0; m0 < m; m0 += BASE_M) {
+                for (int64_t n0 = 0; n0 < n; n0 += BASE_N) {
+                    MmadTile(m0, li::Min(BASE_M, m - m0), n0, li::Min(BASE_N, n - n0), buf);
+                }
+            }
+            CrossCoreSetFlag<CROSS_CORE_MODE, PIPE_FIX>(FLAG_MM_READY + buf);
+            ++subTile_;
+        }
+    }
+
+private:
+    // Q rows are contiguous in GM ([.., 64, 128] per token): one ND -> Nz copy into L1.
+    __aicore__ inline void LoadQuery(int64_t qRow0, int64_t m)
+    {
+        LocalTensor<QK> q = qL1_.Get<QK>();
+        Nd2NzParams p;
+        p.ndNum = 1;
+        p.nValue = m;
+        p.dValue = D;
+        p.srcDValue = D;
+        p.dstNzC0Stride = li::AlignUp(m, 16);
+        p.dstNzNStride = 1;
+        DataCopy(q, query_[qRow0 * li::HEADS_Q * D], p);
+        SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+    }
+
+    // Keys [k0, k0 + n) of batch b: one ND -> Nz copy per cache block they touch (CacheBlock bounds
+    // the table lookups).
+    __aicore__ inline void GatherKeys(int64_t b, int64_t k0, int64_t n)
+    {
+        LocalTensor<QK> k = kL1_.Get<QK>();
+        for (int64_t j = 0; j < n;) {
+            const li::PagedSlot slot = li::KeySlot(k0 + j, blockSize_);
+            const int64_t block = CacheBlock(blockTable_, b, k0 + j, blockSize_, maxBlocksPerSeq_, numBlocks_);
+            const int64_t rows = li::Min(blockSize_ - slot.row, n - j);
+            Nd2NzParams p;
+            p.ndNum = 1;
+            p.nValue = rows;
+            p.dValue = D;
+            p.srcDValue = D;
+            p.dstNzC0Stride = li::S2_SUBTILE;
+            p.dstNzNStride = 1;
+            DataCopy(k[j * (32 / sizeof(QK))], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
+            j += rows;
+        }
+        SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+        WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+    }
+
+    __aicore__ inline void MmadTile(int64_t m0, int64_t m, int64_t n0, int64_t n, int64_t buf)
+    {
+        const int64_t c0 = 32 / sizeof(QK);  // K elements of one fractal row
+        LocalTensor<QK> a = aL0_.Get<QK>();
+        LocalTensor<QK> bL0 = bL0_.Get<QK>()[(tile_ % 2) * BASE_N * D];
+        LocalTensor<ACC> c = cL0_.Get<ACC>()[(tile_ % 2) * BASE_M * BASE_N];
+        LoadData2DParams la;
+        la.repeatTimes = D / c0;
+        la.srcStride = li::AlignUp(li::CUBE_M, 16) / 16;
+        for (int64_t r = 0; r < li::CeilDiv(m, 16); ++r) {
+            la.startIndex = (m0 / 16 + r);
+            LoadData(a[r * 16 * D], qL1_.Get<QK>(), la);
+        }
+        LoadData2DParams lb;
+        lb.repeatTimes = D / c0;
+        lb.srcStride = li::S2_SUBTILE / 16;
+        for (int64_t r = 0; r < li::CeilDiv(n, 16); ++r) {
+            lb.startIndex = (n0 / 16 + r);
+            LoadData(bL0[r * 16 * D], kL1_.Get<QK>(), lb);
+        }
+        SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+        MmadParams mp;
+        mp.m = m;
+        mp.n = n;
+        mp.k = D;
+        mp.cmatrixInitVal = true;
+        Mmad(c, a, bL0, mp);
+        SetFlag<HardEvent::M_FIX>(EVENT_ID0);
+        WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+        FixpipeParamsV220 fp;
+        fp.nSize = n;
+        fp.mSize = m;
+        fp.srcStride = li::AlignUp(m, 16);
+        fp.dstStride = li::S2_SUBTILE;
+        const int64_t dst = buf * li::CUBE_M * li::S2_SUBTILE + m0 * li::S2_SUBTILE + n0;
+        Fixpipe<ACC, ACC, CFG_ROW_MAJOR>(mm_[dst], c, fp);
+        ++tile_;
+    }
+
+    GlobalTensor<QK> query_;
+    GlobalTensor<QK> key_;
+    __gm__ int32_t *blockTable_ = nullptr;
+    GlobalTensor<ACC> mm_;
+    TBuf<TPosition::A1> qL1_;
+    TBuf<TPosition::B1> kL1_;
+    TBuf<TPosition::A2> aL0_;
+    TBuf<TPosition::B2> bL0_;
+    TBuf<TPosition::CO1> cL0_;
+    int64_t blockSize_ = 0;
+    int64_t keyBlockStride_ = 0;
+    int64_t maxBlocksPerSeq_ = 0;
+    int64_t numBlocks_ = 0;
+    int64_t subTile_ = 0;
+    int64_t tile_ = 0;
+};
+
+}  // namespace li_kernel
+
+#endif  // CUSTOM_OPS_LI_CUBE_H
