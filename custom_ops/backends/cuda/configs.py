@@ -26,6 +26,7 @@ class LogitsConfig:
     programs_per_worker: int  # P: programs sharing one metadata worker's units
     num_warps: int
     num_stages: int
+    fp8_as_f16: bool = True  # fp8 dots as exact fp16 ones: Hopper's fp8 MMA accumulates coarsely
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +48,7 @@ LOGITS = {
 TOPK_FULL_ROWS = 256
 TOPK_BLOCK_N = 2048
 TOPK_WARPS = 8
+TOPK_MIN_SEGMENT = 4  # segment length in units of k
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
@@ -61,6 +63,7 @@ def logits_config(is_int8: bool, max_q: int) -> LogitsConfig:
 def topk_config(rows: int, cap: int, sparse_count: int) -> TopkConfig:
     """Segments so that rows × segments fills the GPU, each segment much longer than k."""
     g = 1
-    while rows * g < TOPK_FULL_ROWS and cap // (g * 2) >= 4 * sparse_count and g < 16:
+    while rows * g < TOPK_FULL_ROWS and cap // (g * 2) >= TOPK_MIN_SEGMENT * sparse_count \
+            and g < 16:
         g *= 2
     return TopkConfig(segments=g, block_n=TOPK_BLOCK_N, num_warps=TOPK_WARPS)

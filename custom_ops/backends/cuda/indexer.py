@@ -24,13 +24,15 @@ from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
 from .indexer_topk import PAD, STAGE_FINAL, STAGE_MERGE, STAGE_SEGMENT, _indexer_topk_kernel
 
-_checked = {"ref": None, "version": -1}
+# Metadata tensors already checked on the host: id -> (weak reference, version checked).
+_checked: dict = {}
+_CHECKED_MAX = 64
 
 
 def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, block_k: int):
     """Eager-mode check of a caller's metadata, once per tensor version (it syncs)."""
-    if _checked["ref"] is not None and _checked["ref"]() is metadata \
-            and _checked["version"] == metadata._version:
+    seen = _checked.get(id(metadata))
+    if seen is not None and seen[0]() is metadata and seen[1] == metadata._version:
         return
     sched = md.decode(metadata)
     if sched.backend != md.BACKEND_CUDA:
@@ -45,7 +47,9 @@ def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, b
             raise ValueError(f"metadata was computed for {name} {got}, but this call has {want}")
     if sched.k_block <= 0 or sched.k_block % block_k:
         raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
-    _checked["ref"], _checked["version"] = weakref.ref(metadata), metadata._version
+    if len(_checked) >= _CHECKED_MAX:
+        _checked.pop(next(iter(_checked)))
+    _checked[id(metadata)] = (weakref.ref(metadata), metadata._version)
 
 
 def _in_graph_or_compile() -> bool:
@@ -64,19 +68,19 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
-    common = dict(CMP=p.cmp_ratio, CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
+    common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
         query, weights, qscale, key, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
-        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq,
-        PAGE=p.block_size, FP8_AS_F16=not is_int8, BLOCK_K=lc.block_k,
+        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
+        FP8_AS_F16=lc.fp8_as_f16 and not is_int8, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,
         num_warps=lc.num_warps, num_stages=lc.num_stages, **common)
 
     k = p.sparse_count
-    k_pad = triton.next_power_of_2(k)
+    k_pad = max(256, triton.next_power_of_2(k))  # few sort sizes: few compiled variants
     g = tc.segments
     topk = dict(K_PAD=k_pad, BLOCK_N=tc.block_n, NB=2048, PAD_KEY=PAD,
                 BLOCK_B=triton.next_power_of_2(max(p.batch, 1)), RETURN_VALUE=p.return_value,
@@ -86,16 +90,16 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     if g == 1:
         _indexer_topk_kernel[(rows, 1)](
             logits, cap, err, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
-            p.batch, s1, rows, cap, k, STAGE=STAGE_FINAL, G=1, **topk)
+            p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_FINAL, G=1, **topk)
         return
     cand = torch.empty((rows, g, k_pad), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
     _indexer_topk_kernel[(rows, g)](
         logits, cap, counts, cand, idx_out, val_arg, asq_arg, ask, meta, err,
-        p.batch, s1, rows, cap, k, STAGE=STAGE_SEGMENT, G=g, **topk)
+        p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_SEGMENT, G=g, **topk)
     _indexer_topk_kernel[(rows, 1)](
         cand, g * k_pad, counts, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
-        p.batch, s1, rows, cap, k, STAGE=STAGE_MERGE, G=g, **topk)
+        p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_MERGE, G=g, **topk)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):

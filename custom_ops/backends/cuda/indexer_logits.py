@@ -23,7 +23,7 @@ from ... import metadata as md
 
 
 @triton.jit
-def visible_keys(s, s1, s2, CMP: tl.constexpr, CAUSAL: tl.constexpr):
+def visible_keys(s, s1, s2, CMP, CAUSAL: tl.constexpr):
     """SPEC §1.3: compressed keys query token s (of s1) sees; clamped at 0 (C-style division
     differs from floor only for negative numerators, which the clamp maps to 0 either way)."""
     s2c = s2 // CMP
@@ -54,7 +54,7 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 
 @triton.jit
-def header_ok(md_ptr, W, B, BLOCK_K: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr,
+def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
               TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
     """Whether the metadata describes this call: format v1, CUDA, W workers, tiles it can run."""
     q_block = tl.load(md_ptr + 3)
@@ -75,8 +75,8 @@ def _indexer_logits_kernel(
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
         out_ptr, stride_out,  # logits fp32 [R, CAP]
-        B, S1, T, NUM_BLOCKS, MAX_BLOCKS,
-        PAGE: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
+        B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
+        CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
@@ -84,7 +84,7 @@ def _indexer_logits_kernel(
     W = tl.num_programs(0) // P
     worker = pid // P
     sub = pid % P
-    ok = header_ok(md_ptr, W, B, BLOCK_K, CMP, CAUSAL, TND, FORMAT_ID, BACKEND)
+    ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     if pid == 0:
         tl.store(err_ptr, tl.where(ok, 0, 1))
     if ok:

@@ -119,8 +119,8 @@ def _indexer_topk_kernel(
         cand_ptr,  # int64 [R, G, K_PAD]: stage 1 output; stage 0/2 sort scratch [R, K_PAD]
         idx_ptr, val_ptr,  # int32 / fp32 [R, K] outputs (stage 0/2)
         asq_ptr, ask_ptr, md_ptr, err_ptr,
-        B, S1, T, CAP, K,
-        CMP: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
+        B, S1, T, CAP, K, CMP,
+        CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
         LEADING_ZERO: tl.constexpr, RETURN_VALUE: tl.constexpr, STAGE: tl.constexpr,
         G: tl.constexpr, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, NB: tl.constexpr,
         BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):

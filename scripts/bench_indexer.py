@@ -1,0 +1,306 @@
+"""Benchmark of the CUDA indexer against the HBM roofline and a torch-native implementation.
+
+One aligned line per case: tag, median µs (CUDA-graph replays of calls over rotated input copies,
+so L2 never holds the next call's keys; eager µs beside it), GB/s counting each byte once (keys,
+key scales, queries, weights, query scales, output indices), % of the device-to-device copy
+bandwidth measured in this run, effective TFLOP/s (2·64·128 per visible query-key pair), and the
+speedup over a torch-native indexer (gather + dequantise, matmul, ReLU, head sum, mask,
+torch.topk) timed the same way. Writes a CSV and a PNG (latency against context, one line per
+batch, with the roofline).
+
+    python scripts/bench_indexer.py --out DIR [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import statistics
+
+import torch
+
+import custom_ops  # noqa: F401  (registers the ops)
+
+OP = torch.ops.custom.npu_vllm_quant_lightning_indexer
+META = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata
+H, D = 64, 128
+ROTATE_BYTES = 192 << 20  # input copies per timing set: three times the H200's L2
+
+
+def copy_bandwidth() -> float:
+    """Device-to-device copy, bytes read + written per second (the roofline of this run)."""
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    times = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    return 2 * src.numel() / statistics.median(times)
+
+
+def make_case(batch, ctx, next_n, dtype, *, block=64, layout="BSND", seed=0):
+    """Random inputs on the GPU: a paged cache (random block permutation, strided block axis)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    nblk = -(-ctx // block)
+    total = batch * nblk
+    perm = torch.randperm(2 * total, generator=g, device="cuda")[:total].to(torch.int32)
+    block_table = perm.reshape(batch, nblk)
+    fp8 = dtype == "fp8"
+    sdt = torch.float32 if fp8 else torch.float16
+    if fp8:
+        cache = (torch.randn((2 * total, block, 1, D), generator=g, device="cuda") * 100).clamp(-448, 448)
+        cache = cache.to(torch.float8_e4m3fn)
+    else:
+        cache = torch.randint(-127, 128, (2 * total, block, 1, D), generator=g, device="cuda",
+                              dtype=torch.int8)
+    kscale = (torch.rand((2 * total, block, 1), generator=g, device="cuda") + 0.01).div(127).to(sdt)
+    rows = (batch, next_n) if layout == "BSND" else (batch * next_n,)
+    if fp8:
+        query = (torch.randn((*rows, H, D), generator=g, device="cuda") * 100).clamp(-448, 448)
+        query = query.to(torch.float8_e4m3fn)
+    else:
+        query = torch.randint(-127, 128, (*rows, H, D), generator=g, device="cuda", dtype=torch.int8)
+    weights = (torch.randn((*rows, H), generator=g, device="cuda") * 0.1).to(sdt)
+    qscale = (torch.rand((*rows, H), generator=g, device="cuda") + 0.01).div(127).to(sdt)
+    ask = torch.full((batch,), ctx, dtype=torch.int32, device="cuda")
+    if layout == "BSND":
+        asq = torch.full((batch,), next_n, dtype=torch.int32, device="cuda")
+    else:
+        asq = torch.arange(1, batch + 1, dtype=torch.int32, device="cuda") * next_n
+    args = (query, cache[::2], weights, qscale, kscale[::2])
+    kwargs = dict(actual_seq_lengths_query=asq, actual_seq_lengths_key=ask,
+                  block_table=block_table, layout_query=layout, layout_key="PA_BSND",
+                  sparse_count=2048, sparse_mode=3, cmp_ratio=1)
+    return args, kwargs
+
+
+def with_metadata(args, kwargs, max_q):
+    meta = META(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+                actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=H,
+                num_heads_k=1, head_dim=D, max_seqlen_q=max_q, layout_query=kwargs["layout_query"],
+                sparse_count=kwargs["sparse_count"], sparse_mode=kwargs["sparse_mode"],
+                device="cuda")
+    return {**kwargs, "metadata": meta}
+
+
+def native_indexer(query, key, weights, qscale, kscale, *, actual_seq_lengths_query,
+                   actual_seq_lengths_key, block_table, layout_query, sparse_count, **_):
+    """torch-native indexer for equal-length decode/prefill batches: the baseline to beat."""
+    batch, nblk = block_table.shape
+    block = key.shape[1]
+    keys = key[block_table.long()].reshape(batch, nblk * block, D)  # gather: [B, S, D]
+    ks = kscale[block_table.long()].reshape(batch, nblk * block).float()
+    q = query.reshape(batch, -1, H, D)  # [B, n, H, D]
+    n = q.shape[1]
+    a = (weights.float() * qscale.float()).reshape(batch, n, H, 1)
+    qm = q.to(torch.bfloat16).reshape(batch, n * H, D)
+    s = keys.shape[1]
+    chunk = max(256, (1 << 28) // (batch * n * H))  # bounds the bf16 dot intermediate at 512 MiB
+    logits = torch.empty(batch, n, s, device=query.device)
+    for j in range(0, s, chunk):
+        kc = keys[:, j:j + chunk].to(torch.bfloat16)
+        dot = torch.bmm(qm, kc.transpose(1, 2)).float().reshape(batch, n, H, -1)
+        logits[:, :, j:j + chunk] = (dot.relu_() * a).sum(2) * ks[:, None, j:j + chunk]
+    ctx = actual_seq_lengths_key.long()[:, None, None]
+    tok = torch.arange(n, device=query.device)[None, :, None]
+    vis = torch.minimum(ctx, ctx - n + tok + 1)
+    cols = torch.arange(s, device=query.device)[None, None, :]
+    logits.masked_fill_(cols >= vis, float("-inf"))
+    return torch.topk(logits, min(sparse_count, s), dim=-1).indices.to(torch.int32)
+
+
+def time_graph(fn, sets, reps=20):
+    """Median µs per call: a CUDA graph of one call per input set, replayed `reps` times."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for a, k in sets[:2]:
+            fn(a, k)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for a, k in sets:
+            fn(a, k)
+    graph.replay()
+    times = []
+    for _ in range(reps):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record()
+        graph.replay()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) * 1e3 / len(sets))
+    del graph
+    return statistics.median(times)
+
+
+def time_eager(fn, sets, reps=30):
+    import triton.testing
+    i = [0]
+
+    def call():
+        a, k = sets[i[0] % len(sets)]
+        i[0] += 1
+        fn(a, k)
+    return triton.testing.do_bench(call, warmup=10, rep=reps, return_mode="median") * 1e3
+
+
+def case_numbers(args, kwargs, batch, ctx, next_n, causal_pairs):
+    query, key, weights, qscale, kscale = args
+    key_bytes = batch * ctx * (D * key.element_size() + kscale.element_size())
+    q_bytes = query.numel() * query.element_size() + 2 * weights.numel() * weights.element_size()
+    out_bytes = query.numel() // (H * D) * kwargs["sparse_count"] * 4
+    return key_bytes + q_bytes + out_bytes, 2 * H * D * causal_pairs
+
+
+def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=True, reps=20):
+    args0, kwargs0 = make(0)
+    max_q = next_n if layout == "BSND" else batch * next_n
+    bytes_, flops = case_numbers(args0, kwargs0, batch, ctx, next_n,
+                                 batch * sum(min(ctx, ctx - next_n + s + 1) for s in range(next_n)))
+    copies = max(1, min(64, math.ceil(ROTATE_BYTES / bytes_)))
+    sets = [(args0, with_metadata(args0, kwargs0, max_q))]
+    sets += [(a, with_metadata(a, k, max_q)) for a, k in (make(i) for i in range(1, copies))]
+    ours = time_graph(lambda a, k: OP(*a, **k), sets, reps)
+    eager = time_eager(lambda a, k: OP(*a, **k), sets)
+    nat = float("nan")
+    if native:
+        nsets = [(a, {k: v for k, v in kw.items() if k != "metadata"}) for a, kw in sets]
+        nat = time_graph(lambda a, k: native_indexer(*a, **k), nsets[:max(1, min(copies, 8))], 5)
+    gbs = bytes_ / ours * 1e-3
+    row = dict(tag=tag, batch=batch, ctx=ctx, next_n=next_n, layout=layout,
+               dtype="fp8" if args0[0].dtype != torch.int8 else "int8", us=ours, eager_us=eager,
+               gbs=gbs, pct_bw=100 * gbs * 1e9 / bw, tflops=flops / ours * 1e-6,
+               native_us=nat, speedup=nat / ours, roofline_us=bytes_ / bw * 1e6)
+    results.append(row)
+    writer.writerow(row)
+    print(f"{tag:<34} {ours:9.1f} us  eager {eager:9.1f} us  {gbs:8.0f} GB/s  "
+          f"{row['pct_bw']:5.1f}% bw  {row['tflops']:7.1f} TFLOP/s  native {nat:9.1f} us  "
+          f"x{row['speedup']:6.2f}", flush=True)
+    del sets
+    torch.cuda.empty_cache()
+
+
+def bench_metadata(results, writer):
+    for batch in (1, 64):
+        ask = torch.full((batch,), 65536, dtype=torch.int32, device="cuda")
+        asq = torch.ones(batch, dtype=torch.int32, device="cuda")
+
+        def call(a, k):
+            META(actual_seq_lengths_query=asq, actual_seq_lengths_key=ask, num_heads_q=H,
+                 num_heads_k=1, head_dim=D, max_seqlen_q=1, device="cuda")
+        graph = time_graph(call, [(None, None)], 50)
+        eager = time_eager(call, [(None, None)], 50)
+        tag = f"metadata-B{batch}"
+        row = dict(tag=tag, batch=batch, ctx=65536, next_n=1, layout="BSND", dtype="-", us=graph,
+                   eager_us=eager)
+        results.append(row)
+        writer.writerow(row)
+        print(f"{tag:<34} {graph:9.1f} us  eager {eager:9.1f} us", flush=True)
+
+
+def sweep(bw):
+    """Time the bar cases under alternative launch configurations (tuning the configs table)."""
+    from custom_ops.backends.cuda import configs
+    logits = [configs.LogitsConfig(bk, p, w, st, f16) for bk, p, w, st, f16 in (
+        (128, 2, 4, 2, True), (128, 4, 4, 2, True), (64, 4, 4, 2, True), (256, 2, 8, 2, True),
+        (128, 2, 8, 2, True), (256, 1, 8, 3, True), (128, 2, 4, 2, False), (256, 2, 8, 2, False))]
+    base = dict(configs.LOGITS)
+    for batch, ctx, n in ((64, 65536, 1), (64, 65536, 4), (1, 65536, 1)):
+        for dtype in ("int8", "fp8"):
+            sets = [make_case(batch, ctx, n, dtype, seed=i) for i in range(2 if batch == 1 else 1)]
+            sets = [(a, with_metadata(a, k, n)) for a, k in sets]
+            bytes_, _ = case_numbers(*sets[0], batch, ctx, n, 0)
+            for lc in logits:
+                if dtype == "int8" and not lc.fp8_as_f16:
+                    continue
+                for key in base:
+                    configs.LOGITS[key] = lc
+                us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
+                print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} {lc}: {us:8.1f} us "
+                      f"{100 * bytes_ / us * 1e6 / bw:5.1f}% bw", flush=True)
+            configs.LOGITS.update(base)
+            if batch == 1:
+                for bn, warps, seg in ((2048, 8, 4), (4096, 16, 4), (1024, 4, 4), (2048, 8, 2),
+                                       (2048, 16, 1)):
+                    configs.TOPK_BLOCK_N, configs.TOPK_WARPS, configs.TOPK_MIN_SEGMENT = bn, warps, seg
+                    us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
+                    print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} topk block {bn} warps "
+                          f"{warps} min-seg {seg}: {us:8.1f} us", flush=True)
+                configs.TOPK_BLOCK_N, configs.TOPK_WARPS, configs.TOPK_MIN_SEGMENT = 2048, 8, 4
+            del sets
+            torch.cuda.empty_cache()
+
+
+def plot(results, bw, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    for ax, dtype in zip(axes, ("int8", "fp8")):
+        for batch, color in zip((1, 8, 64), ("tab:blue", "tab:orange", "tab:green")):
+            rows = [r for r in results if r.get("dtype") == dtype and r["batch"] == batch
+                    and r["next_n"] == 1 and r["layout"] == "BSND"]
+            if not rows:
+                continue
+            ctx = [r["ctx"] for r in rows]
+            ax.plot(ctx, [r["us"] for r in rows], "o-", color=color, label=f"B={batch} ours")
+            ax.plot(ctx, [r["native_us"] for r in rows], "x:", color=color, label=f"B={batch} torch")
+            ax.plot(ctx, [r["roofline_us"] for r in rows], "--", color=color, alpha=0.5,
+                    label=f"B={batch} roofline")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("context (keys)")
+        ax.set_ylabel("µs per call")
+        ax.set_title(f"decode next_n=1, {dtype}, k=2048 (copy bw {bw / 1e12:.2f} TB/s)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--quick", action="store_true", help="only the bar cases")
+    ap.add_argument("--sweep", action="store_true", help="also time alternative configurations")
+    opts = ap.parse_args()
+    os.makedirs(opts.out, exist_ok=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    bw = copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.3f} TB/s", flush=True)
+    if opts.sweep:
+        sweep(bw)
+    fields = ["tag", "batch", "ctx", "next_n", "layout", "dtype", "us", "eager_us", "gbs",
+              "pct_bw", "tflops", "native_us", "speedup", "roofline_us"]
+    results = []
+    with open(os.path.join(opts.out, "bench_indexer.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        bench_metadata(results, writer)
+        if opts.quick:
+            decode = [(64, 65536, 1), (64, 65536, 4), (1, 65536, 1)]
+        else:
+            decode = [(b, c, n) for b in (1, 8, 64) for c in (4096, 16384, 65536, 131072)
+                      for n in (1, 2, 4)]
+        for dtype in ("int8", "fp8"):
+            for batch, ctx, n in decode:
+                tag = f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
+                run_case(tag, lambda i, b=batch, c=ctx, n=n, d=dtype: make_case(b, c, n, d, seed=i),
+                         batch, ctx, n, "BSND", bw, writer, results)
+        for dtype in ("int8", "fp8"):
+            for ctx in (8192, 32768):
+                tag = f"prefill-T4096-ctx{ctx // 1024}K-{dtype}"
+                run_case(tag, lambda i, c=ctx, d=dtype: make_case(1, c, 4096, d, layout="TND", seed=i),
+                         1, ctx, 4096, "TND", bw, writer, results, reps=5)
+    plot(results, bw, os.path.join(opts.out, "bench_indexer.png"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""CUDA-only checks of the indexer and its metadata: determinism, poisoned outputs, bounded
+workspace, the on-device schedule, and graph mode (torch.compile and CUDA graphs)."""
+import pytest
+import torch
+
+from custom_ops import metadata as md
+from custom_ops.examples import QLINetwork, network_call, seed_inputs
+from custom_ops.testing import assert_indexer_close, make_indexer_inputs
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="needs an NVIDIA GPU (none on this machine)")
+
+op = torch.ops.custom.npu_vllm_quant_lightning_indexer
+meta_op = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata
+DTYPES = {"int8": (torch.int8, torch.float16), "fp8": (torch.float8_e4m3fn, torch.float32)}
+
+
+def poison():
+    """Fill (then free) a large block so that fresh allocations start as garbage, not zeros."""
+    torch.empty(1 << 26, dtype=torch.int32, device="cuda").fill_(0x7FC00001)
+
+
+def metadata_for(kwargs, max_seqlen_q):
+    return meta_op(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+                   actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64,
+                   num_heads_k=1, head_dim=128, max_seqlen_q=max_seqlen_q,
+                   layout_query=kwargs["layout_query"], sparse_count=kwargs["sparse_count"],
+                   sparse_mode=kwargs["sparse_mode"], cmp_ratio=kwargs["cmp_ratio"], device="cuda")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_twenty_reruns_bitwise_equal(dtype, layout):
+    qk, sc = DTYPES[dtype]
+    args, kwargs = make_indexer_inputs(q_lens=[4, 1, 3], k_lens=[9000, 2500, 700], layout=layout,
+                                       qk_dtype=qk, scale_dtype=sc, return_value=True,
+                                       device="cuda", seed=3)
+    poison()
+    ref = op(*args, **kwargs)
+    assert_indexer_close(*ref, args, kwargs)
+    for _ in range(20):
+        poison()
+        out = op(*args, **kwargs)
+        assert torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_chunked_workspace_equals_whole(monkeypatch, layout):
+    """A problem larger than the workspace runs in chunks (SPEC §1.6) with the same result."""
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    args, kwargs = make_indexer_inputs(q_lens=[5, 3, 6], k_lens=[3000, 800, 5000], layout=layout,
+                                       return_value=True, device="cuda", seed=5)
+    whole = op(*args, **kwargs)
+    monkeypatch.setattr(cuda_indexer, "WORKSPACE_BYTES", 5120 * 4 * 3)  # 3 rows per chunk
+    chunked = op(*args, **kwargs)
+    assert torch.equal(whole[0], chunked[0]) and torch.equal(whole[1], chunked[1])
+    assert_indexer_close(*chunked, args, kwargs)
+
+
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+@pytest.mark.parametrize("q_lens,k_lens,cmp", [([1] * 7, [70000, 3, 0, 4096, 65, 12000, 900], 1),
+                                               ([40, 0, 17], [5000, 100, 64000], 4),
+                                               ([3], [0], 1)])
+def test_device_metadata_equals_torch_schedule(layout, q_lens, k_lens, cmp):
+    """The one-launch metadata kernel reproduces metadata.compute's schedule exactly."""
+    from custom_ops.backends.cuda.configs import split_params
+    from custom_ops.backends.cuda.indexer_metadata import num_workers
+    if layout == "TND":
+        asq = torch.cumsum(torch.tensor(q_lens), 0).to(torch.int32)
+    else:
+        asq = torch.tensor(q_lens, dtype=torch.int32)
+    ask = torch.tensor(k_lens, dtype=torch.int32)
+    for mode in (0, 3):
+        for max_q in (max(q_lens), 0 if layout == "TND" else max(q_lens)):
+            kw = dict(layout_query=layout, sparse_count=2048, sparse_mode=mode, cmp_ratio=cmp)
+            got = meta_op(actual_seq_lengths_query=asq.cuda(), actual_seq_lengths_key=ask.cuda(),
+                          num_heads_q=64, num_heads_k=1, head_dim=128, max_seqlen_q=max_q,
+                          device="cuda", **kw)
+            w = num_workers(torch.device("cuda"))
+            want = md.compute(split_params(w, max_q), asq, ask, batch=len(k_lens),
+                              max_seqlen_q=max_q, device="cpu", **kw)
+            assert torch.equal(got.cpu(), want), (got.cpu() != want).nonzero()[:8].tolist()
+            sched = md.decode(got)
+            assert sched.backend == md.BACKEND_CUDA and sched.num_workers == w
+
+
+def test_given_metadata_of_another_backend_is_rejected():
+    args, kwargs = make_indexer_inputs(q_lens=[2], k_lens=[300], device="cuda")
+    cpu_kwargs = {k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    cpu_meta = meta_op(actual_seq_lengths_query=cpu_kwargs["actual_seq_lengths_query"],
+                       actual_seq_lengths_key=cpu_kwargs["actual_seq_lengths_key"], num_heads_q=64,
+                       num_heads_k=1, head_dim=128, max_seqlen_q=2, device="cpu")
+    with pytest.raises(ValueError, match="backend 'cpu'"):
+        op(*args, metadata=cpu_meta.cuda(), **kwargs)
+
+
+def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage():
+    """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows."""
+    args, kwargs = make_indexer_inputs(q_lens=[2, 2], k_lens=[500, 900], sparse_count=32,
+                                       device="cuda")
+    meta = metadata_for(kwargs, 2)
+    meta[0] = 0  # not format v1
+    graph = torch.cuda.CUDAGraph()
+    op(*args, **kwargs)  # warm up (compile) outside the capture
+    poison()
+    with torch.cuda.graph(graph):
+        idx, _ = op(*args, metadata=meta, **kwargs)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert (idx == -1).all()
+
+
+def test_cuda_graph_replays_with_new_lengths():
+    """Captured once, replayed with new length values in the same tensors: equals eager."""
+    args, kwargs = make_indexer_inputs(q_lens=[4, 4, 4], k_lens=[6000, 6000, 6000],
+                                       sparse_count=512, return_value=True, device="cuda", seed=1)
+    meta = metadata_for(kwargs, 4)
+    op(*args, metadata=meta, **kwargs)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        meta_g = metadata_for(kwargs, 4)
+        idx_g, val_g = op(*args, metadata=meta_g, **kwargs)
+    for q_lens, k_lens in (([4, 4, 4], [6000, 6000, 6000]), ([1, 3, 0], [5999, 17, 2000]),
+                           ([2, 4, 1], [0, 4100, 6000])):
+        kwargs["actual_seq_lengths_query"].copy_(torch.tensor(q_lens, dtype=torch.int32))
+        kwargs["actual_seq_lengths_key"].copy_(torch.tensor(k_lens, dtype=torch.int32))
+        poison()
+        graph.replay()
+        eager = op(*args, **kwargs)
+        assert torch.equal(idx_g, eager[0]) and torch.equal(val_g, eager[1]), (q_lens, k_lens)
+        assert_indexer_close(idx_g, val_g, args, kwargs)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_network_equals_eager_on_cuda(mode):
+    """The doc's QLINetwork under torch.compile(fullgraph=True), and under CUDA graphs replayed
+    with new length values, equals eager."""
+    torch._dynamo.reset()
+    args, kwargs = seed_inputs("cuda", sparse_mode=3, cmp_ratio=4)
+    model = QLINetwork(4, 512, "cuda", cmp_ratio=4)
+    compiled = torch.compile(model, fullgraph=True, dynamic=False, mode=mode)
+    gen = torch.Generator().manual_seed(7)
+    for step in range(4):
+        if step:
+            q = torch.randint(0, 5, (24,), generator=gen, dtype=torch.int32)
+            k = torch.randint(0, 513, (24,), generator=gen, dtype=torch.int32)
+            kwargs["actual_seq_lengths_query"].copy_(q)
+            kwargs["actual_seq_lengths_key"].copy_(k)
+        eager = network_call(model, args, kwargs).clone()
+        out = network_call(compiled, args, kwargs).clone()
+        assert torch.equal(out, eager), f"step {step}"
+        assert_indexer_close(out, torch.empty(0), args, kwargs)
+    torch._dynamo.reset()
