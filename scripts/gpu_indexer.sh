@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call: CUDA correctness (fail fast), memcheck on a subset, then the benchmark.
-#   bash scripts/gpu_indexer.sh [quick|full|sweep]    (logs, CSV and PNG go to $OUT)
+# One device call: CUDA correctness (first), memcheck on a subset, then the benchmark.
+#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|sweep|none]
+# Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
 mkdir -p "$OUT"
@@ -9,17 +10,22 @@ MODE=${1:-full}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 
-if [ "$MODE" != "bench" ]; then
-  timeout ${TEST_TIMEOUT:-400} python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer_cuda.py \
-      tests/test_indexer.py tests/test_graph.py tests/test_metadata.py -k cuda 2>&1 \
-      | tee "$OUT/pytest.log" | tail -25
+if [ "${TESTS:-1}" = 1 ]; then
+  timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -x -q -p no:cacheprovider \
+      tests/test_indexer_cuda.py tests/test_indexer.py tests/test_graph.py tests/test_metadata.py \
+      -k cuda 2>&1 | tee "$OUT/pytest.log" | tail -25
+  echo "pytest exit ${PIPESTATUS[0]}"
+fi
+if [ "${MEMCHECK:-1}" = 1 ]; then
+  # no caching allocator: every tensor is its own allocation, so memcheck sees any overrun
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck \
       --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer.py \
-      -k "cuda and (corner or ties_exact or seed_example)" 2>&1 | tee "$OUT/memcheck.log" | tail -6
+      -k "cuda and (corner or ties_exact or seed_example or sweep and (TND or k2048))" 2>&1 \
+      | tee "$OUT/memcheck.log" | tail -6
   echo "memcheck exit ${PIPESTATUS[0]}"
 fi
 case "$MODE" in
   sweep) python3 scripts/bench_indexer.py --out "$OUT" --quick --sweep 2>&1 | tee "$OUT/bench.log" ;;
   quick) python3 scripts/bench_indexer.py --out "$OUT" --quick 2>&1 | tee "$OUT/bench.log" ;;
-  *) python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
+  full) python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
 esac
