@@ -40,6 +40,12 @@ def _empty(device, layout="per_sequence", batch=3, heads=2, head_dim=16, capacit
                          chunk_bytes=chunk_bytes, layout=layout)
 
 
+def _chunk(device):
+    """The chunk a cache made by ``_empty`` maps: CHUNK rounded up to the driver's granularity."""
+    granularity = vtensor.device_memory(device).granularity
+    return -(-CHUNK // granularity) * granularity
+
+
 def _tokens(device, batch=3, steps=1, heads=2, head_dim=16, dtype=torch.float32):
     return torch.randn(batch, steps, heads, head_dim, device=device).to(dtype)
 
@@ -127,7 +133,7 @@ def test_memory_budget_raises_and_cache_stays_usable(device):
     in_use = vtensor.memory_stats(device)["physical_bytes"]
     vtensor.set_memory_budget(in_use, device)
     try:
-        row_tokens = CHUNK // (2 * 16 * 4)
+        row_tokens = _chunk(device) // (2 * 16 * 4)
         with pytest.raises(vtensor.VTensorOutOfMemoryError, match="budget of .* exhausted"):
             append(cache, _tokens(device, steps=2 * row_tokens))
         assert vtensor.memory_stats(device)["physical_bytes"] == in_use
@@ -146,11 +152,12 @@ def test_statistics_track_growth_and_return_to_zero(device):
     cache = _empty(device, batch=2, heads=2, head_dim=16)  # 128 B per token and sequence
     stats = vtensor.memory_stats(device)
     assert stats["reservations"] == 1 and stats["reserved_bytes"] >= 3 * 4096 * 128
+    chunk = _chunk(device)
     for _ in range(40):
         cache = append(cache, _tokens(device, 2, 50))
         live = 2 * cache.shape[1] * 128
         mapped = vtensor.memory_stats(device)["mapped_bytes"]
-        assert live <= mapped <= live + 2 * CHUNK, "mapped must follow the live length by a chunk"
+        assert live <= mapped <= live + 2 * chunk, "mapped must follow the live length by a chunk"
     del cache
     gc.collect()
     vtensor.synchronize()
@@ -189,14 +196,26 @@ def test_inplace_writes_past_backing_are_dropped_and_reported(device, layout):
 
 
 def test_resize_backing_shrinks_after_the_fence(device):
-    full = vtensor.capacity_view(_empty(device, batch=2, capacity=4096))
-    vtensor.resize_backing(full, [4000, 4000])
+    chunk_tokens = _chunk(device) // 128
+    full = vtensor.capacity_view(_empty(device, batch=2, capacity=4 * chunk_tokens))
+    vtensor.resize_backing(full, [3 * chunk_tokens - 5] * 2)
     grown = vtensor.memory_stats(device)["mapped_bytes"]
-    vtensor.resize_backing(full, [100, 4000])
+    vtensor.resize_backing(full, [5, 3 * chunk_tokens - 5])
     vtensor.synchronize(device)
-    assert vtensor.memory_stats(device)["mapped_bytes"] < grown
-    vtensor.resize_backing(full, [4000, 4000])
+    assert vtensor.memory_stats(device)["mapped_bytes"] == grown - 2 * _chunk(device)
+    vtensor.resize_backing(full, [3 * chunk_tokens - 5] * 2)
     assert vtensor.memory_stats(device)["mapped_bytes"] == grown
+
+
+def test_next_chunk_is_mapped_once_the_last_is_full(device):
+    chunk_tokens = _chunk(device) // 128
+    cache = append(_empty(device, batch=2, capacity=4 * chunk_tokens),
+                   _tokens(device, 2, chunk_tokens - 1))
+    before = vtensor.memory_stats(device)["mapped_bytes"]
+    cache = append(cache, _tokens(device, 2))  # fills the first chunk of both sequences
+    assert vtensor.memory_stats(device)["mapped_bytes"] == before + 2 * _chunk(device)
+    cache = append(cache, _tokens(device, 2))  # needs no driver call: already mapped
+    assert vtensor.memory_stats(device)["mapped_bytes"] == before + 2 * _chunk(device)
 
 
 def test_plain_inplace_drops_out_of_range(device):

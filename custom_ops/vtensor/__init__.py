@@ -71,7 +71,7 @@ def resize_backing(cache: torch.Tensor, lengths) -> None:
         raise ValueError(f"resize_backing: lengths must be {virtual.batch} non-negative ints, "
                          f"got {lengths}")
     virtual.ensure_tokens(lengths)
-    virtual.shrink_tokens(lengths)
+    virtual.shrink_tokens(virtual.map_ahead(lengths))
     virtual.reservation.ensure({virtual.sink: virtual.token_bytes})
     virtual.limits.copy_(torch.tensor(virtual.mapped_tokens(), dtype=torch.int64))
 

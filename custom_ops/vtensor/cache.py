@@ -14,11 +14,12 @@ The cache object never holds a tensor of its own storage: the storage keeps the 
 stream-ordered. Views are rebuilt with ``as_strided`` from whichever view the caller passes.
 """
 import math
+import sys
 import weakref
 
 import torch
 
-from .errors import ReservationExhaustedError
+from .errors import ReservationExhaustedError, VTensorOutOfMemoryError
 from .memory import Reservation, device_memory
 
 LAYOUTS = ("per_sequence", "sequence_major")
@@ -26,6 +27,7 @@ DEFAULTS = {
     "reserve_bytes": 4 << 30,  # per cache, when a plain tensor is turned into a virtual one
     "chunk_bytes": 2 << 20,  # a multiple of every granularity seen (CPU pages, CUDA 2 MiB)
     "layout": "per_sequence",
+    "map_ahead": True,  # map a sequence's next chunk once its last one is full
 }
 
 _REGISTRY: dict[tuple, weakref.ref] = {}
@@ -38,6 +40,8 @@ class _Owner:
         self.cache = cache
 
     def __del__(self):
+        if sys.is_finalizing():  # the process is going away, and the driver with it
+            return
         cache = self.cache
         _REGISTRY.pop(cache.key, None)
         cache.reservation.memory.close(cache.reservation)
@@ -73,6 +77,7 @@ class VirtualCache:
         self.sink = data_regions
         self.region_elems = region_bytes // dtype.itemsize
         self.length = 0  # tokens of the live view of the functional ops
+        self.backed = 0  # tokens every sequence has backing for (the decode step's fast path)
         self.key = (self.device, self.reservation.address)
         self.limits = torch.zeros(batch, dtype=torch.int64, device=self.device)
         self.dropped = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -123,6 +128,34 @@ class VirtualCache:
                                (self.region_elems, columns * hd, hd, 1), 0)
 
     # --- backing ---------------------------------------------------------------------------
+    def ensure_all(self, length: int) -> None:
+        """Back at least ``length`` tokens of every sequence (what the functional ops grow)."""
+        if length > self.backed:
+            self.ensure_tokens([length] * self.batch)
+        if length == self.backed:  # exactly full: the only case where ``ahead`` adds a token
+            self.map_ahead([length] * self.batch)
+
+    def ahead(self, lengths: list[int]) -> list[int]:
+        """Lengths with one more token where a sequence's backing is exactly full.
+
+        Mapping the next chunk as soon as the last one is full keeps the driver out of the step
+        that needs it, and never holds more than one chunk past the live tokens.
+        """
+        if not DEFAULTS["map_ahead"]:
+            return lengths
+        return [n + 1 if 0 < n < self.capacity and n * self.token_bytes % self.chunk == 0 else n
+                for n in lengths]
+
+    def map_ahead(self, lengths: list[int]) -> list[int]:
+        """Map the chunks ``ahead`` asks for, if memory allows: it is an optimisation only."""
+        wanted = self.ahead(lengths)
+        if max(wanted, default=0) > self.backed:
+            try:
+                self.ensure_tokens(wanted)
+            except VTensorOutOfMemoryError:
+                return lengths
+        return wanted
+
     def ensure_tokens(self, lengths: list[int]) -> None:
         """Back at least lengths[b] tokens of each sequence; nothing changes if it fails."""
         worst = max(lengths, default=0)
@@ -132,9 +165,11 @@ class VirtualCache:
                 f"{self.capacity} per sequence ({self.reservation.nbytes} bytes reserved); "
                 "create it with a larger capacity (custom_ops.vtensor.empty(..., capacity=))")
         self.reservation.ensure(self._region_bytes(lengths))
+        self.backed = min(self.mapped_tokens())
 
     def shrink_tokens(self, lengths: list[int]) -> None:
         self.reservation.shrink(self._region_bytes(lengths))
+        self.backed = min(self.mapped_tokens())
 
     def _region_bytes(self, lengths: list[int]) -> dict[int, int]:
         if self.layout == "per_sequence":

@@ -75,8 +75,11 @@ class DeviceMemory:
 
     def reap(self, wait: bool = False) -> None:
         """Unmap whatever waited for a fence that has passed (all of it if ``wait``)."""
-        for reservation in list(self.live):
-            reservation.reap_parked(wait)
+        if self.parked:
+            for reservation in list(self.live):
+                reservation.reap_parked(wait)
+        if not self.closing:
+            return
         still = []
         for fence, reservation in self.closing:
             if wait:

@@ -3,6 +3,8 @@
 The bodies are device-agnostic torch code over the cache views of ``cache.py``; the device only
 matters to the driver below them, so one registration per dispatch key is all there is here.
 """
+import weakref
+
 import torch
 
 from .cache import VirtualCache, default_capacity, lookup, output_layout
@@ -28,8 +30,22 @@ def check_append_args(cache: torch.Tensor, states: torch.Tensor, name: str) -> N
                          f"got {states.device}")
 
 
+# id(view) -> (weak view, cache) for the views vtensor_append returned: the decode loop passes
+# the last result straight back, and recognising it skips the storage lookup and layout checks.
+_RESULTS: dict[int, tuple] = {}
+
+
+def _remember(view: torch.Tensor, virtual: VirtualCache) -> None:
+    key = id(view)
+    _RESULTS[key] = (weakref.ref(view, lambda _: _RESULTS.pop(key, None)), virtual)
+
+
 def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
     """The virtual cache if ``cache`` is exactly its live view (the in-place case), else None."""
+    known = _RESULTS.get(id(cache))
+    if known is not None and known[0]() is cache:
+        virtual = known[1]
+        return virtual if virtual.length == cache.shape[1] else None
     virtual = lookup(cache)
     if virtual is None or not virtual.is_view(cache) or virtual.length != cache.shape[1]:
         return None
@@ -68,15 +84,17 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     length, new_length = cache.shape[1], cache.shape[1] + states.shape[1]
     virtual = _live_cache(cache)
     if virtual is not None:
-        virtual.ensure_tokens([new_length] * virtual.batch)
-        like = cache
+        virtual.ensure_all(new_length)
+        grown = virtual.view(cache, new_length)
     else:
         virtual, like = _fresh_cache(cache, new_length)
-        virtual.ensure_tokens([new_length] * virtual.batch)
-        virtual.view(like, length).copy_(cache)
-    virtual.view(like, new_length)[:, length:].copy_(states)
+        virtual.ensure_all(new_length)
+        grown = virtual.view(like, new_length)
+        grown[:, :length].copy_(cache)
+    grown[:, length:].copy_(states)
     virtual.length = new_length
-    return virtual.view(like, new_length)
+    _remember(grown, virtual)
+    return grown
 
 
 def vtensor_reserve_one_token(key_cache: torch.Tensor, key_states: torch.Tensor) -> torch.Tensor:
@@ -105,10 +123,19 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
     if positions.device != cache.device:
         raise ValueError(f"vtensor_append_: positions must be on the cache's device "
                          f"{cache.device}, got {positions.device}")
+    if steps > cache.shape[1]:
+        raise ValueError(f"vtensor_append_: states carry T = {steps} tokens, more than the cache "
+                         f"holds (S = {cache.shape[1]})")
     if steps == 0:
         return
     virtual = lookup(cache)
-    if virtual is not None and virtual.is_view(cache):
+    if virtual is not None and not virtual.is_view(cache):
+        virtual = None
+    if cache.is_cuda and cache.stride(3) == 1:
+        from .triton_append import vtensor_append_cuda
+        vtensor_append_cuda(cache, states, positions, *(
+            (virtual.limits, virtual.dropped) if virtual is not None else (None, None)))
+    elif virtual is not None:
         _append_virtual(virtual, cache, states, positions)
     else:
         _append_plain(cache, states, positions)
@@ -139,9 +166,6 @@ def _append_virtual(virtual: VirtualCache, cache: torch.Tensor, states: torch.Te
 def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
     batch, steps = states.shape[:2]
     length = cache.shape[1]
-    if steps > length:
-        raise ValueError(f"vtensor_append_: states carry T = {steps} tokens, more than the cache "
-                         f"holds (S = {length})")
     tokens = _token_index(states, positions)
     inside = (tokens >= 0) & (tokens < length)
     # Out-of-range tokens rewrite an in-range slot with its own value: with T <= S the slot

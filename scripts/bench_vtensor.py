@@ -1,0 +1,197 @@
+"""Per-step KV append cost against context length: torch.cat growth, a static cache, virtual tensors.
+
+    python scripts/bench_vtensor.py [--out DIR]
+
+B=16 sequences, 8 KV heads x 128, bf16 (a Llama KV cache); context 1K..64K. Cases:
+  cat            torch.cat([cache, states], 1)              eager (copies the whole cache)
+  static         static[:, L:L+1].copy_(states)             eager, preallocated max length
+  static-graph   the same slice write, replayed from a CUDA graph
+  vt-append      torch.ops.custom.vtensor_append            eager (the functional op)
+  vt-inplace     torch.ops.custom.vtensor_append_           replayed from a CUDA graph
+Also: the HBM copy bandwidth of this run, the driver's cost of one chunk, and whether mapped
+memory stays within live bytes + one chunk per sequence. One aligned line per case; CSV and PNG.
+"""
+import argparse
+import csv
+import statistics
+import time
+
+import torch
+
+import custom_ops  # noqa: F401  (registers the ops)
+from custom_ops import vtensor
+
+BATCH, HEADS, HEAD_DIM, DTYPE = 16, 8, 128, torch.bfloat16
+ROW = HEADS * HEAD_DIM * 2  # bytes of one token of one sequence
+LENGTHS = [1 << k for k in range(10, 17)]
+STEPS = 64  # appends per timed run
+RUNS = 7
+
+
+def per_step_us(step, steps=STEPS, runs=RUNS) -> float:
+    """Median over runs of (time of ``steps`` calls) / steps, timed with CUDA events."""
+    for _ in range(3):
+        step()
+    results = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(steps):
+            step()
+        end.record()
+        end.synchronize()
+        results.append(start.elapsed_time(end) * 1e3 / steps)
+    return statistics.median(results)
+
+
+def graph_of(step):
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        step()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph
+
+
+def copy_bandwidth_gbs() -> float:
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    us = per_step_us(lambda: dst.copy_(src), steps=10, runs=5)
+    return 2 * src.numel() / us / 1e3
+
+
+def states():
+    return torch.randn(BATCH, 1, HEADS, HEAD_DIM, device="cuda", dtype=DTYPE)
+
+
+def bench_length(length: int) -> tuple[dict, dict]:
+    new = states()
+    times, memory = {}, {}
+    cache = torch.randn(BATCH, length, HEADS, HEAD_DIM, device="cuda", dtype=DTYPE)
+    times["cat"] = per_step_us(lambda: torch.cat([cache, new], 1), steps=8, runs=5)
+    del cache
+
+    static = torch.empty(BATCH, length + 1, HEADS, HEAD_DIM, device="cuda", dtype=DTYPE)
+    write = lambda: static[:, length:length + 1].copy_(new)  # noqa: E731
+    times["static"] = per_step_us(write)
+    graph = graph_of(write)
+    times["static-graph"] = per_step_us(graph.replay)
+    del static, graph
+
+    capacity = length + (RUNS + 3) * STEPS + 1
+    live = torch.ops.custom.vtensor_append(
+        vtensor.empty(BATCH, HEADS, HEAD_DIM, capacity=capacity, dtype=DTYPE, device="cuda"),
+        torch.randn(BATCH, length, HEADS, HEAD_DIM, device="cuda", dtype=DTYPE))
+    pointer = live.data_ptr()
+
+    def append():
+        nonlocal live
+        live = torch.ops.custom.vtensor_append(live, new)
+
+    times["vt-append"] = per_step_us(append)
+    assert live.data_ptr() == pointer, "the virtual cache moved"
+    stats = vtensor.memory_stats("cuda")
+    memory["live"] = BATCH * live.shape[1] * ROW
+    memory["mapped"] = stats["mapped_bytes"]
+    memory["bound"] = memory["live"] + BATCH * vtensor.DEFAULTS["chunk_bytes"]
+    del live
+
+    full = vtensor.capacity_view(
+        vtensor.empty(BATCH, HEADS, HEAD_DIM, capacity=length + 1, dtype=DTYPE, device="cuda"))
+    vtensor.resize_backing(full, length + 1)
+    positions = torch.full((BATCH,), length, device="cuda")
+    graph = graph_of(lambda: torch.ops.custom.vtensor_append_(full, new, positions))
+    times["vt-inplace"] = per_step_us(graph.replay)
+    vtensor.check(full)
+    del full, graph
+    vtensor.synchronize()
+    return times, memory
+
+
+def chunk_costs_us() -> dict:
+    """Driver cost of one chunk: create, map + set access, unmap, destroy (median of 20)."""
+    driver = vtensor.device_memory("cuda").driver
+    chunk = vtensor.DEFAULTS["chunk_bytes"]
+    address = driver.reserve(20 * chunk)
+    costs = {}
+    handles = []
+    for name, call in (
+            ("create", lambda i: handles.append(driver.create(chunk))),
+            ("map+access", lambda i: driver.map(address + i * chunk, chunk, handles[i])),
+            ("unmap", lambda i: driver.unmap(address + i * chunk, chunk)),
+            ("destroy", lambda i: driver.destroy(handles[i]))):
+        samples = []
+        for i in range(20):
+            start = time.perf_counter()
+            call(i)
+            samples.append((time.perf_counter() - start) * 1e6)
+        costs[name] = statistics.median(samples)
+    driver.release(address, 20 * chunk)
+    return costs
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for case in ("cat", "static", "static-graph", "vt-append", "vt-inplace"):
+        points = [(r["length"], r["us"]) for r in rows if r["case"] == case]
+        ax.plot(*zip(*points), marker="o", label=case)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("µs per append step")
+    ax.set_title(f"KV append, B={BATCH}, {HEADS}x{HEAD_DIM} bf16, {torch.cuda.get_device_name()}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=".", help="folder for bench_vtensor.csv / .png")
+    args = parser.parse_args()
+    bandwidth = copy_bandwidth_gbs()
+    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"HBM copy bandwidth (read+write) {bandwidth:.0f} GB/s")
+    rows, verdicts = [], []
+    print(f"{'case':<13}{'L':>7}{'us/step':>11}{'vs cat':>9}{'vs static':>11}{'GB/s':>8}")
+    for length in LENGTHS:
+        times, memory = bench_length(length)
+        for case, us in times.items():
+            counterpart = "static-graph" if case in ("static-graph", "vt-inplace") else "static"
+            moved = 2 * BATCH * ROW * ((length + 1) if case == "cat" else 1)
+            rows.append({"case": case, "length": length, "us": us,
+                         "vs_cat": times["cat"] / us, "vs_static": us / times[counterpart],
+                         "gbs": moved / us / 1e3})
+            r = rows[-1]
+            print(f"{case:<13}{length:>7}{us:>11.1f}{r['vs_cat']:>8.1f}x{r['vs_static']:>10.2f}x"
+                  f"{r['gbs']:>8.0f}")
+        print(f"{'mapped':<13}{length:>7}  {memory['mapped'] / 2**20:.1f} MiB for "
+              f"{memory['live'] / 2**20:.1f} MiB live (bound {memory['bound'] / 2**20:.1f} MiB)")
+        verdicts.append(("mapped <= live + one chunk per sequence", length,
+                         memory["mapped"] <= memory["bound"]))
+        if length == 32768:
+            for case, static in (("vt-append", "static"), ("vt-inplace", "static-graph")):
+                verdicts.append((f"{case} within 1.5x of {static}", length,
+                                 times[case] <= 1.5 * times[static]))
+                verdicts.append((f"{case} >= 10x faster than cat", length,
+                                 times["cat"] >= 10 * times[case]))
+    costs = chunk_costs_us()
+    print("one 2 MiB chunk: " + ", ".join(f"{k} {v:.1f} us" for k, v in costs.items()))
+    for what, length, ok in verdicts:
+        print(f"{'PASS' if ok else 'FAIL'}  {what} (L={length})")
+    with open(f"{args.out}/bench_vtensor.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    plot(rows, f"{args.out}/bench_vtensor.png")
+
+
+if __name__ == "__main__":
+    main()

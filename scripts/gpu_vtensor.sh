@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One device call for the virtual-memory KV append: CUDA tests, micro-benchmark, decode demo.
+#   bash scripts/gpu_vtensor.sh [tests] [bench] [demo]      (default: all three)
+# Logs, CSV, PNG and JSON go to $OUT. Wheels in .whl_vt/ (carried) fill in cuda-python or pytest
+# where the machine lacks them.
+set -o pipefail
+OUT=${OUT:-/tmp/gpu_vtensor}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD:$PYTHONPATH PYTHONUNBUFFERED=1
+STAGES=${*:-tests bench demo}
+missing=$(python3 - <<'PY'
+import importlib.util as u
+names = {"cuda.bindings": "cuda_bindings", "pytest": "pytest", "hypothesis": "hypothesis"}
+print(" ".join(w for m, w in names.items() if u.find_spec(m.split(".")[0]) is None
+               or (m == "cuda.bindings" and u.find_spec(m) is None)))
+PY
+)
+if [ -n "$missing" ] && [ -d .whl_vt ]; then
+  echo "installing from .whl_vt: $missing"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl_vt/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv \
+  | tee "$OUT/gpu.txt"
+python3 -c "import torch, triton, cuda.bindings; print('torch', torch.__version__, 'triton', \
+triton.__version__, 'cuda-bindings', cuda.bindings.__version__)" | tee -a "$OUT/gpu.txt"
+for stage in $STAGES; do
+  case $stage in
+    tests) timeout 240 python3 -m pytest -q -p no:cacheprovider -rfs --durations=5 \
+             tests/test_vtensor.py tests/test_vtensor_cuda.py 2>&1 | tee "$OUT/pytest.log" \
+             | tail -40
+           echo "pytest exit ${PIPESTATUS[0]}" ;;
+    bench) timeout 200 python3 scripts/bench_vtensor.py --out "$OUT" 2>&1 | tee "$OUT/bench.log"
+           echo "bench exit ${PIPESTATUS[0]}" ;;
+    demo) timeout 240 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"
+          echo "demo exit ${PIPESTATUS[0]}" ;;
+  esac
+done
