@@ -26,13 +26,13 @@ python3 -c "import torch, triton, cuda.bindings; print('torch', torch.__version_
 triton.__version__, 'cuda-bindings', cuda.bindings.__version__)" | tee -a "$OUT/gpu.txt"
 for stage in $STAGES; do
   case $stage in
-    tests) timeout 240 python3 -m pytest -q -p no:cacheprovider -rfs --durations=5 \
+    tests) timeout 150 python3 -m pytest -q -p no:cacheprovider -rfs --durations=5 \
              tests/test_vtensor.py tests/test_vtensor_cuda.py 2>&1 | tee "$OUT/pytest.log" \
              | tail -40
            echo "pytest exit ${PIPESTATUS[0]}" ;;
-    bench) timeout 200 python3 scripts/bench_vtensor.py --out "$OUT" 2>&1 | tee "$OUT/bench.log"
+    bench) timeout 140 python3 scripts/bench_vtensor.py --out "$OUT" 2>&1 | tee "$OUT/bench.log"
            echo "bench exit ${PIPESTATUS[0]}" ;;
-    demo) timeout 240 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"
+    demo) timeout 160 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"
           echo "demo exit ${PIPESTATUS[0]}" ;;
   esac
 done
