@@ -88,6 +88,16 @@ void li_worker_run(const LiSplitArgs *args, const int32_t *qLens, const int32_t 
     std::memcpy(run, out, sizeof(out));
 }
 
+void li_advance(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLens, const int64_t *unit,
+                int64_t steps, int64_t *next)
+{
+    const li::Unit u = li::Advance(ParamsOf(*args), ArrayLens{qLens}, ArrayLens{kLens}, li::Unit{unit[0], unit[1], unit[2]},
+                                   steps);
+    next[0] = u.b;
+    next[1] = u.qb;
+    next[2] = u.kb;
+}
+
 int64_t li_unit_keys(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLens, int64_t b, int64_t qb,
                      int64_t kb)
 {

@@ -32,6 +32,10 @@ void li_split(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLen
 void li_worker_run(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLens, const int32_t *metadata,
                    int32_t w, int64_t *run);
 
+// The unit `steps` units after unit[3] = {b, qb, kb} in the enumeration (li::Advance), into next[3].
+void li_advance(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLens, const int64_t *unit,
+                int64_t steps, int64_t *next);
+
 // Keys of a unit and what a query token sees (SPEC §1.3).
 int64_t li_unit_keys(const LiSplitArgs *args, const int32_t *qLens, const int32_t *kLens, int64_t b, int64_t qb,
                      int64_t kb);

@@ -82,6 +82,17 @@ class NpuSplit:
                                w, out)
         return dict(zip(RUN_FIELDS, list(out)))
 
+    def walk(self, w: int):
+        """(b, qb, kb) of worker w's units, walked with li::Advance as the kernel walks them."""
+        run = self.run(w)
+        unit = (ctypes.c_int64 * 3)(run["first_b"], run["first_qb"], run["first_kb"])
+        for _ in range(run["count"]):
+            yield tuple(unit)
+            nxt = (ctypes.c_int64 * 3)()
+            self.lib.li_advance(ctypes.byref(self.args), _ptr(self.q, ctypes.c_int32),
+                                _ptr(self.k, ctypes.c_int32), unit, ctypes.c_int64(1), nxt)
+            unit = nxt
+
     def unit_keys(self, b: int, qb: int, kb: int) -> int:
         return self.lib.li_unit_keys(ctypes.byref(self.args), _ptr(self.q, ctypes.c_int32),
                                      _ptr(self.k, ctypes.c_int32), ctypes.c_int64(b),
