@@ -63,7 +63,8 @@ struct UbPlan {
     int64_t sortBuf;    // Sort output + its temporary, (score, index) pairs [kBlock]
     int64_t running;    // running top-k per token, (score, index) pairs [sparseCount]
     int64_t mergeBuf;   // MrgSort output of running + unit lists [2 * sparseCount]; doubles as the
-                        // mask's key positions [kBlock] + compare bits, so never below those
+                        // mask's key positions [kBlock] + compare bits and the key-scale gather
+                        // offsets [kBlock], so never below those
     int64_t total;
 };
 

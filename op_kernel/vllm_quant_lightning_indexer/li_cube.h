@@ -14,7 +14,9 @@ using namespace AscendC;
 template <typename QK, typename ACC>
 class LiCube {
 public:
-    static constexpr int64_t BASE_M = 128;  // L0C tile [128, 128] x 4 B = 64 KiB, double-buffered
+    // L0C tile [128, 128] x 4 B = 64 KiB. L0B and L0C hold two tiles each so that the hand-offs can
+    // overlap; this version still waits at every hand-off (MTE2 -> MTE1 -> M -> FIX).
+    static constexpr int64_t BASE_M = 128;
     static constexpr int64_t BASE_N = 128;
     static constexpr int64_t D = li::HEAD_DIM;
 
@@ -50,6 +52,7 @@ public:
     __aicore__ inline void ComputeUnit(int64_t qRow0, int64_t qRows, int64_t b, int64_t kb, int64_t keys)
     {
         const int64_t m = qRows * li::HEADS_Q;
+        qRowsPadded_ = li::AlignUp(m, 16);
         LoadQuery(qRow0, m);
         for (int64_t sub = 0; sub * li::S2_SUBTILE < keys; ++sub) {
             const int64_t buf = subTile_ % 2;
@@ -77,7 +80,7 @@ private:
         p.nValue = m;
         p.dValue = D;
         p.srcDValue = D;
-        p.dstNzC0Stride = li::AlignUp(m, 16);
+        p.dstNzC0Stride = qRowsPadded_;
         p.dstNzNStride = 1;
         DataCopy(q, query_[qRow0 * li::HEADS_Q * D], p);
         SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
@@ -115,7 +118,7 @@ private:
         LocalTensor<ACC> c = cL0_.Get<ACC>()[(tile_ % 2) * BASE_M * BASE_N];
         LoadData2DParams la;
         la.repeatTimes = D / c0;
-        la.srcStride = li::AlignUp(li::CUBE_M, 16) / 16;
+        la.srcStride = qRowsPadded_ / 16;  // fractals between K blocks of the Nz Q in L1
         for (int64_t r = 0; r < li::CeilDiv(m, 16); ++r) {
             la.startIndex = (m0 / 16 + r);
             LoadData(a[r * 16 * D], qL1_.Get<QK>(), la);
@@ -160,6 +163,7 @@ private:
     int64_t keyBlockStride_ = 0;
     int64_t maxBlocksPerSeq_ = 0;
     int64_t numBlocks_ = 0;
+    int64_t qRowsPadded_ = 0;  // rows of the Nz Q in L1: the unit's M rounded up to 16
     int64_t subTile_ = 0;
     int64_t tile_ = 0;
 };

@@ -106,9 +106,11 @@ private:
         const li::RowRange r = li::FillRows(rows, GetBlockIdx(), GetBlockNum() * 2);
         const int64_t k = t_->sparseCount;
         if (r.end > r.begin) {
-            InitGlobalMemory(indices_[r.begin * k], (r.end - r.begin) * k, li::INVALID_INDEX);
+            GlobalTensor<int32_t> indices = indices_[r.begin * k];
+            InitGlobalMemory(indices, (r.end - r.begin) * k, li::INVALID_INDEX);
             if constexpr (RETURN_VALUE) {
-                InitGlobalMemory(values_[r.begin * k], (r.end - r.begin) * k, -__builtin_inff());
+                GlobalTensor<float> values = values_[r.begin * k];
+                InitGlobalMemory(values, (r.end - r.begin) * k, -__builtin_inff());
             }
         }
         PipeBarrier<PIPE_ALL>();

@@ -207,16 +207,11 @@ private:
         PipeBarrier<PIPE_V>();
         SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
         WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
-        for (int64_t j = 0; j < keys;) {
-            const li::PagedSlot s = li::KeySlot(kb * K + j, blockSize_);
-            const int64_t block = CacheBlock(gm_.blockTable, b, kb * K + j, blockSize_, maxBlocksPerSeq_, numBlocks_);
-            const int64_t rows = li::Min(blockSize_ - s.row, keys - j);
-            const DataCopyExtParams cp(1, static_cast<uint32_t>(rows * sizeof(SCALE)), 0, 0, 0);
-            DataCopyPad(raw[j], keyScale_[block * keyScaleBlockStride_ + s.row], cp, DataCopyPadExtParams<SCALE>());
-            j += rows;
+        if (K % blockSize_ == 0) {
+            CopyKeyScales(raw, b, kb, keys);  // every chunk starts on a block: UB-aligned
+        } else {
+            GatherKeyScales(raw, b, kb, keys);
         }
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
         if constexpr (INT8_PATH) {
             Cast(ks, raw, RoundMode::CAST_NONE, K);
             PipeBarrier<PIPE_V>();
@@ -224,6 +219,63 @@ private:
         } else {
             DataCopy(ks, raw.template ReinterpretCast<float>(), K);
         }
+        PipeBarrier<PIPE_V>();
+    }
+
+    // The run of the unit's keys that starts at key j and stays inside one cache block.
+    struct BlockRun {
+        int64_t block;
+        int64_t row;
+        int64_t rows;
+    };
+
+    __aicore__ inline BlockRun RunAt(int64_t b, int64_t kb, int64_t keys, int64_t j) const
+    {
+        const li::PagedSlot s = li::KeySlot(kb * K + j, blockSize_);
+        return {CacheBlock(gm_.blockTable, b, kb * K + j, blockSize_, maxBlocksPerSeq_, numBlocks_), s.row,
+                li::Min(blockSize_ - s.row, keys - j)};
+    }
+
+    __aicore__ inline void CopyKeyScales(LocalTensor<SCALE> raw, int64_t b, int64_t kb, int64_t keys)
+    {
+        for (int64_t j = 0; j < keys;) {
+            const BlockRun r = RunAt(b, kb, keys, j);
+            const DataCopyExtParams cp(1, static_cast<uint32_t>(r.rows * sizeof(SCALE)), 0, 0, 0);
+            DataCopyPad(raw[j], keyScale_[r.block * keyScaleBlockStride_ + r.row], cp, DataCopyPadExtParams<SCALE>());
+            j += r.rows;
+        }
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+    }
+
+    // Block sizes that do not divide the unit (48, 80, ...) start runs mid-block: each run lands on a
+    // 32 B-aligned staging slot (in unitScore, free until HeadSum), and one Gather puts the scales in
+    // key order (byte offsets in mergeBuf, free until SelectUnit).
+    __aicore__ inline void GatherKeyScales(LocalTensor<SCALE> raw, int64_t b, int64_t kb, int64_t keys)
+    {
+        constexpr int64_t ALIGN = 32 / sizeof(SCALE);
+        LocalTensor<SCALE> stage = unitScore_.Get<SCALE>();
+        LocalTensor<uint32_t> offsets = mergeBuf_.Get<uint32_t>();
+        int64_t at = 0;
+        for (int64_t j = 0; j < K;) {
+            if (j >= keys) {
+                offsets.SetValue(j++, 0);
+                continue;
+            }
+            const BlockRun r = RunAt(b, kb, keys, j);
+            const DataCopyExtParams cp(1, static_cast<uint32_t>(r.rows * sizeof(SCALE)), 0, 0, 0);
+            DataCopyPad(stage[at], keyScale_[r.block * keyScaleBlockStride_ + r.row], cp, DataCopyPadExtParams<SCALE>());
+            for (int64_t i = 0; i < r.rows; ++i) {
+                offsets.SetValue(j + i, static_cast<uint32_t>((at + i) * sizeof(SCALE)));
+            }
+            at += li::AlignUp(r.rows, ALIGN);
+            j += r.rows;
+        }
+        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        SetFlag<HardEvent::S_V>(EVENT_ID0);
+        WaitFlag<HardEvent::S_V>(EVENT_ID0);
+        Gather(raw, stage, offsets, 0u, static_cast<uint32_t>(K));
         PipeBarrier<PIPE_V>();
     }
 
