@@ -46,6 +46,11 @@ public:
         qLens_ = {reinterpret_cast<__gm__ int32_t *>(args.asq), t->queryRows};
         kLens_ = {reinterpret_cast<__gm__ int32_t *>(args.ask), maxKeys};
         meta_ = {reinterpret_cast<__gm__ int32_t *>(args.metadata)};
+        // The scalar unit reads lengths, block_table and metadata through the data cache; drop any
+        // line a previous kernel on this core left, since the metadata kernel wrote them since.
+        GlobalTensor<int32_t> scalarInputs;
+        scalarInputs.SetGlobalBuffer(meta_.ptr, li::METADATA_LEN);
+        DataCacheCleanAndInvalid<int32_t, CacheLine::ENTIRE_DATA_CACHE>(scalarInputs);
         usable_ = MetadataUsable(meta_, {t->batch, t->sparseCount, t->sparseMode, t->cmpRatio, LAYOUT, t->aicNum});
         params_ = {{LAYOUT, static_cast<int32_t>(t->queryLenCount), static_cast<int32_t>(t->batch),
                     static_cast<int32_t>(t->queryRows)},
