@@ -5,7 +5,7 @@
 // Lengths, block_table and metadata are device tensors: tiling checks their shapes only; their
 // values are clamped by the kernel (li_mask.h), never trusted to address memory.
 #include <cstring>
-#include <string>
+#include <utility>
 
 #include "li_attr_check.h"
 #include "register/op_impl_registry.h"
