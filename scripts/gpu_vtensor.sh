@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the virtual-memory KV append: CUDA tests, micro-benchmark, decode demo.
-#   bash scripts/gpu_vtensor.sh [tests] [bench] [demo]      (default: all three)
+#   bash scripts/gpu_vtensor.sh [tests] [bench] [demo] [demo8]   (default: the first three)
+#   TESTS_K selects tests (default: every case but the CPU ones, which CI runs)
 # Logs, CSV, PNG and JSON go to $OUT. Wheels in .whl_vt/ (carried) fill in cuda-python or pytest
 # where the machine lacks them.
 set -o pipefail
@@ -36,12 +37,15 @@ triton.__version__, 'cuda-bindings', cuda.bindings.__version__)" | tee -a "$OUT/
 for stage in $STAGES; do
   case $stage in
     tests) timeout 150 python3 -m pytest -q -p no:cacheprovider -rfs --durations=5 \
-             tests/test_vtensor.py tests/test_vtensor_cuda.py 2>&1 | tee "$OUT/pytest.log" \
-             | tail -40
+             -k "${TESTS_K:-not cpu}" tests/test_vtensor.py tests/test_vtensor_cuda.py 2>&1 \
+             | tee "$OUT/pytest.log" | tail -40
            echo "pytest exit ${PIPESTATUS[0]}" ;;
     bench) timeout 140 python3 scripts/bench_vtensor.py --out "$OUT" 2>&1 | tee "$OUT/bench.log"
            echo "bench exit ${PIPESTATUS[0]}" ;;
     demo) timeout 160 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"
           echo "demo exit ${PIPESTATUS[0]}" ;;
+    demo8) timeout 120 python3 scripts/decode_demo.py --batch 8 --out "$OUT" 2>&1 \
+             | tee "$OUT/demo8.log"
+           echo "demo8 exit ${PIPESTATUS[0]}" ;;
   esac
 done
