@@ -228,15 +228,33 @@ def sweep(bw):
                       f"{100 * bytes_ / us * 1e6 / bw:5.1f}% bw", flush=True)
             configs.LOGITS.update(base)
             if batch == 1:
-                for bn, warps, seg in ((2048, 8, 4), (4096, 16, 4), (1024, 4, 4), (2048, 8, 2),
-                                       (2048, 16, 1)):
-                    configs.TOPK_BLOCK_N, configs.TOPK_WARPS, configs.TOPK_MIN_SEGMENT = bn, warps, seg
+                base_topk = configs.TOPK
+                for tc in (configs.TopkConfig(4096, 2048, 8), configs.TopkConfig(4096, 4096, 16),
+                           configs.TopkConfig(2048, 1024, 4), configs.TopkConfig(4096, 1024, 8)):
+                    configs.TOPK = tc
                     us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
-                    print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} topk block {bn} warps "
-                          f"{warps} min-seg {seg}: {us:8.1f} us", flush=True)
-                configs.TOPK_BLOCK_N, configs.TOPK_WARPS, configs.TOPK_MIN_SEGMENT = 2048, 8, 4
+                    print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} {tc}: {us:8.1f} us", flush=True)
+                configs.TOPK = base_topk
             del sets
             torch.cuda.empty_cache()
+
+
+def profile():
+    """Per-kernel GPU time of one call of each bar case (torch profiler)."""
+    from torch.profiler import ProfilerActivity, profile as prof
+    for batch, ctx, n in ((64, 65536, 1), (64, 65536, 4), (1, 65536, 1)):
+        for dtype in ("int8", "fp8"):
+            a, k = make_case(batch, ctx, n, dtype)
+            k = with_metadata(a, k, n)
+            OP(*a, **k)
+            torch.cuda.synchronize()
+            with prof(activities=[ProfilerActivity.CUDA]) as p:
+                for _ in range(3):
+                    OP(*a, **k)
+                torch.cuda.synchronize()
+            print(f"profile B{batch}-{ctx // 1024}K-n{n}-{dtype} (3 calls)")
+            for e in sorted(p.key_averages(), key=lambda e: -e.device_time_total)[:6]:
+                print(f"    {e.key[:60]:<60} {e.device_time_total / 3:9.1f} us/call")
 
 
 def plot(results, bw, path):
@@ -270,11 +288,14 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--quick", action="store_true", help="only the bar cases")
     ap.add_argument("--sweep", action="store_true", help="also time alternative configurations")
+    ap.add_argument("--profile", action="store_true", help="per-kernel times of the bar cases")
     opts = ap.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.3f} TB/s", flush=True)
+    if opts.profile:
+        profile()
     if opts.sweep:
         sweep(bw)
     fields = ["tag", "batch", "ctx", "next_n", "layout", "dtype", "us", "eager_us", "gbs",

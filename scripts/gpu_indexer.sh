@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: CUDA correctness (first), memcheck on a subset, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|sweep|none]
+#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|profile|none]
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -25,7 +25,7 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
   echo "memcheck exit ${PIPESTATUS[0]}"
 fi
 case "$MODE" in
-  sweep) python3 scripts/bench_indexer.py --out "$OUT" --quick --sweep 2>&1 | tee "$OUT/bench.log" ;;
+  profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
   quick) python3 scripts/bench_indexer.py --out "$OUT" --quick 2>&1 | tee "$OUT/bench.log" ;;
   full) python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
 esac

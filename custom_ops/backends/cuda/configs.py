@@ -31,7 +31,7 @@ class LogitsConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TopkConfig:
-    segments: int  # G: programs per row before the merge (1: no merge stage)
+    samples: int  # NS: scores sampled per row to pick the compaction threshold
     block_n: int  # elements per scan step
     num_warps: int
 
@@ -44,11 +44,7 @@ LOGITS = {
     ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
 }
 
-# Rows at or above this many programs' worth need no segmenting.
-TOPK_FULL_ROWS = 256
-TOPK_BLOCK_N = 2048
-TOPK_WARPS = 8
-TOPK_MIN_SEGMENT = 4  # segment length in units of k
+TOPK = TopkConfig(samples=4096, block_n=2048, num_warps=8)
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
@@ -60,10 +56,5 @@ def logits_config(is_int8: bool, max_q: int) -> LogitsConfig:
     return LOGITS[("int8" if is_int8 else "fp8", "decode" if max_q <= DECODE_MAX_Q else "prefill")]
 
 
-def topk_config(rows: int, cap: int, sparse_count: int) -> TopkConfig:
-    """Segments so that rows × segments fills the GPU, each segment much longer than k."""
-    g = 1
-    while rows * g < TOPK_FULL_ROWS and cap // (g * 2) >= TOPK_MIN_SEGMENT * sparse_count \
-            and g < 16:
-        g *= 2
-    return TopkConfig(segments=g, block_n=TOPK_BLOCK_N, num_warps=TOPK_WARPS)
+def topk_config() -> TopkConfig:
+    return TOPK

@@ -22,7 +22,7 @@ from ... import _checks, metadata as md
 from .configs import WORKSPACE_BYTES, logits_config, topk_config
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import PAD, STAGE_FINAL, STAGE_MERGE, STAGE_SEGMENT, _indexer_topk_kernel
+from .indexer_topk import PAD, _indexer_topk_kernel
 
 # Metadata tensors already checked on the host: id -> (weak reference, version checked).
 _checked: dict = {}
@@ -62,9 +62,10 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     is_int8 = query.dtype == torch.int8
     cap = p.max_blocks_per_seq * p.block_size
     lc = logits_config(is_int8, s1 if p.layout_query == "BSND" else rows)
-    tc = topk_config(rows, cap, p.sparse_count)
+    tc = topk_config()
     dev = query.device
     tnd = p.layout_query == "TND"
+    single = not tnd and s1 == 1  # every work unit holds one query token
     logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
@@ -74,32 +75,20 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         query, weights, qscale, key, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
-        FP8_AS_F16=lc.fp8_as_f16 and not is_int8, BLOCK_K=lc.block_k,
+        FP8_AS_F16=lc.fp8_as_f16 and not is_int8, SINGLE=single, NUM_STAGES=lc.num_stages,
+        BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,
-        num_warps=lc.num_warps, num_stages=lc.num_stages, **common)
+        num_warps=lc.num_warps, **common)
 
     k = p.sparse_count
     k_pad = max(256, triton.next_power_of_2(k))  # few sort sizes: few compiled variants
-    g = tc.segments
-    topk = dict(K_PAD=k_pad, BLOCK_N=tc.block_n, NB=2048, PAD_KEY=PAD,
-                BLOCK_B=triton.next_power_of_2(max(p.batch, 1)), RETURN_VALUE=p.return_value,
-                num_warps=tc.num_warps, **common)
-    scratch = torch.empty((rows, k_pad), dtype=torch.int64, device=dev)
-    val_arg = val_out if p.return_value else idx_out
-    if g == 1:
-        _indexer_topk_kernel[(rows, 1)](
-            logits, cap, err, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
-            p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_FINAL, G=1, **topk)
-        return
-    cand = torch.empty((rows, g, k_pad), dtype=torch.int64, device=dev)
-    counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
-    _indexer_topk_kernel[(rows, g)](
-        logits, cap, counts, cand, idx_out, val_arg, asq_arg, ask, meta, err,
-        p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_SEGMENT, G=g, **topk)
-    _indexer_topk_kernel[(rows, 1)](
-        cand, g * k_pad, counts, scratch, idx_out, val_arg, asq_arg, ask, meta, err,
-        p.batch, s1, rows, cap, k, p.cmp_ratio, STAGE=STAGE_MERGE, G=g, **topk)
+    scratch = torch.empty((rows, 2 * k_pad), dtype=torch.int64, device=dev)
+    _indexer_topk_kernel[(rows,)](
+        logits, cap, scratch, idx_out, val_out if p.return_value else idx_out, asq_arg, ask,
+        meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio, RETURN_VALUE=p.return_value,
+        K_PAD=k_pad, NS=tc.samples, BLOCK_N=tc.block_n, BLOCK_B=triton.next_power_of_2(max(p.batch, 1)),
+        PAD_KEY=PAD, num_warps=tc.num_warps, **common)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):

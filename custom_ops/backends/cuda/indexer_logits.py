@@ -68,6 +68,46 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 
 @triton.jit
+def _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1, PAGE, NUM_BLOCKS,
+               FP8_AS_F16: tl.constexpr, D: tl.constexpr):
+    """Key tile [BLOCK_K, D] and its scales for compressed keys j, through the block table."""
+    jm = j < j1
+    page = tl.load(bt_row + j // PAGE, mask=jm, other=0)
+    page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
+    slot = j % PAGE
+    # rows past j1 stay unloaded: each key row only feeds its own score, which is not stored
+    k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + tl.arange(0, D)[None, :],
+                mask=jm[:, None])
+    ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
+    if FP8_AS_F16:
+        k = k.to(tl.float16)
+    return k, ks
+
+
+@triton.jit
+def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.constexpr,
+                D: tl.constexpr):
+    """Query row [H, D] and its head weights weights·qscale [H] (float32, exact for fp16)."""
+    offs_h = tl.arange(0, H)
+    q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + tl.arange(0, D)[None, :])
+    a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
+    if FP8_AS_F16:
+        q = q.to(tl.float16)
+    return q, a
+
+
+@triton.jit
+def _score(k, ks, q, a):
+    """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
+    if k.dtype == tl.int8:
+        dot = tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32)
+    else:
+        dot = tl.dot(k, tl.trans(q), out_dtype=tl.float32)
+    score = tl.sum(tl.maximum(dot, 0.0) * a[None, :], axis=1) * ks
+    return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
+
+
+@triton.jit
 def _indexer_logits_kernel(
         q_ptr, w_ptr, qs_ptr,  # [R, H, D] int8/fp8, [R, H], [R, H] fp16/fp32
         k_ptr, stride_kb, ks_ptr, stride_ksb,  # key [NB, PAGE, 1, D], key scale [NB, PAGE, 1]
@@ -78,7 +118,7 @@ def _indexer_logits_kernel(
         B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
-        BLOCK_K: tl.constexpr, P: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
+        SINGLE: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
     pid = tl.program_id(0)
     W = tl.num_programs(0) // P
@@ -98,8 +138,6 @@ def _indexer_logits_kernel(
         count = tl.load(rec + 3)
         cap = MAX_BLOCKS * PAGE
         offs_k = tl.arange(0, BLOCK_K)
-        offs_d = tl.arange(0, D)
-        offs_h = tl.arange(0, H)
         i = 0
         while (i < count) & (b >= 0) & (b < B):
             row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
@@ -115,36 +153,35 @@ def _indexer_logits_kernel(
             take = tl.minimum(units - kb, count - i)
             if take > 0:
                 first = (sub - i % P + P) % P
-                for u in range(first, take, P):
-                    j0 = (kb + u) * k_block
-                    j1 = tl.minimum(j0 + k_block, keys)
-                    for t in range(j0, j1, BLOCK_K):
-                        j = t + offs_k
-                        jm = j < j1
-                        page = tl.load(bt_ptr + b.to(tl.int64) * stride_bt + j // PAGE, mask=jm, other=0)
-                        page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)
-                        slot = j % PAGE
-                        k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + offs_d[None, :],
-                                    mask=jm[:, None], other=0)
-                        ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
-                        if FP8_AS_F16:
-                            k = k.to(tl.float16)
-                        for s in range(s_lo, s_hi):
-                            vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
-                            if t < vis:
-                                row = (row0 + s).to(tl.int64)
-                                q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + offs_d[None, :])
-                                a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * \
-                                    tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
-                                if FP8_AS_F16:
-                                    q = q.to(tl.float16)
-                                if k.dtype == tl.int8:
-                                    dot = tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32)
-                                else:
-                                    dot = tl.dot(k, tl.trans(q), out_dtype=tl.float32)
-                                score = tl.sum(tl.maximum(dot, 0.0) * a[None, :], axis=1) * ks
-                                score = tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
-                                tl.store(out_ptr + row * stride_out + j, score, mask=j < vis)
+                bt_row = bt_ptr + b.to(tl.int64) * stride_bt
+                if SINGLE:
+                    # one query token per unit (decode, next_n = 1): the query is loaded once per
+                    # row and the key loop is a plain loop that Triton software-pipelines
+                    row = row0.to(tl.int64)
+                    q, a = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
+                    for u in range(first, take, P):
+                        j0 = (kb + u) * k_block
+                        j1 = tl.minimum(j0 + k_block, keys)
+                        for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+                            j = t + offs_k
+                            k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
+                                               PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                            tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, a), mask=j < j1)
+                else:
+                    for u in range(first, take, P):
+                        j0 = (kb + u) * k_block
+                        j1 = tl.minimum(j0 + k_block, keys)
+                        for t in range(j0, j1, BLOCK_K):
+                            j = t + offs_k
+                            k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
+                                               PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                            for s in range(s_lo, s_hi):
+                                vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
+                                if t < vis:
+                                    row = (row0 + s).to(tl.int64)
+                                    q, a = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
+                                    tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, a),
+                                             mask=j < vis)
             i += tl.maximum(take, 0)
             kb = 0
             qb += 1

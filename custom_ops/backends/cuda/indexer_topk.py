@@ -1,17 +1,15 @@
 """Phase 2 of the CUDA indexer: exact top-k of each workspace row, in SPEC §1.4's order.
 
-Selection is a radix select on order-preserving keys: a float32 score maps to an int32 `mono`
-whose signed order is the float order (negative floats get their magnitude bits flipped), and
-`u = mono ^ 0x80000000` orders the same way as unsigned. Three histogram passes over u
-(11 + 11 + 10 bits) find the k-th largest value, stopping early once the boundary bin is taken
-whole; a collect pass then keeps every key above the boundary and the first `k_rem` keys equal
-to it in index order (ties to the smaller index), at positions given by prefix sums — no atomics,
-so the output is deterministic. The ≤ k survivors are packed as (mono << 32) | (2^32-1 - index),
-one int64 whose descending order is "score descending, index ascending", and sorted in registers.
+A score maps to an int32 `mono` whose signed order is the float order (negative floats get their
+magnitude bits flipped), and a key to the int64 (mono << 32) | (2^32-1 - index), whose descending
+order is "score descending, then index ascending": sorting packed keys gives SPEC's order exactly,
+ties included, with no atomics deciding anything.
 
-Few, long rows (decode at small batch) split each row into G segments: stage 1 selects each
-segment's top-k (in index order) into a candidate list, stage 2 selects from the G lists, which
-is exact because the global top-k of a strict total order lies in the union of the segments'.
+One program per row. Fast path: sort a strided sample of the row (NS scores) and take a threshold
+t0 that about 1.5·k scores reach; one pass compacts every key with mono >= t0 (prefix sums give
+the positions) into a scratch of CAP = 2·K_PAD; if k <= count <= CAP, the row's top-k is the top-k
+of that scratch, which `tl.topk` sorts in registers. Otherwise (heavy ties, adversarial rows) an
+exact radix select on 8-bit digits finds the k-th key and the same compaction keeps exactly k.
 """
 from __future__ import annotations
 
@@ -22,110 +20,103 @@ from .indexer_logits import batch_rows, visible_keys
 
 # Packed key of a -inf score: below every finite score; reads back as index -1.
 PAD = -2139095041 << 32
-STAGE_FINAL, STAGE_SEGMENT, STAGE_MERGE = 0, 1, 2
+INT32_MIN = -2147483648
 
 
 @triton.jit
-def _load_list(src_ptr, cnt_ptr, i, n, lo, STAGE: tl.constexpr, K_PAD: tl.constexpr):
-    """Element i of the row's list: (unsigned order key u, key index, valid)."""
-    valid = i < n
-    if STAGE == 2:
-        seg = i // K_PAD
-        valid = valid & ((i % K_PAD) < tl.load(cnt_ptr + seg, mask=valid, other=0))
-        packed = tl.load(src_ptr + i, mask=valid, other=0)
-        mono = (packed >> 32).to(tl.int32)
-        idx = (4294967295 - (packed & 4294967295)).to(tl.int32)
-    else:
-        x = tl.load(src_ptr + i, mask=valid, other=0.0)
-        bits = x.to(tl.int32, bitcast=True)
-        mono = tl.where(bits < 0, bits ^ 2147483647, bits)
-        idx = lo + i
-    u = (mono ^ -2147483648).to(tl.uint32, bitcast=True)
-    return u, mono, idx, valid
+def _mono(x):
+    bits = x.to(tl.int32, bitcast=True)
+    return tl.where(bits < 0, bits ^ 2147483647, bits)
 
 
 @triton.jit
-def _radix_pass(src_ptr, cnt_ptr, n, lo, prefix, k_rem, STAGE: tl.constexpr, K_PAD: tl.constexpr,
-                SHIFT: tl.constexpr, WIDTH: tl.constexpr, FIRST: tl.constexpr,
-                BLOCK_N: tl.constexpr, NB: tl.constexpr):
-    """One histogram pass: the digit (bits SHIFT..SHIFT+WIDTH) of the k_rem-th largest key among
-    keys whose higher bits equal prefix. Returns (new prefix, new k_rem, boundary bin is whole)."""
-    hist = tl.zeros([NB], dtype=tl.int32)
-    for i0 in range(0, n, BLOCK_N):
-        u, mono, idx, valid = _load_list(src_ptr, cnt_ptr, i0 + tl.arange(0, BLOCK_N), n, lo,
-                                         STAGE, K_PAD)
-        if FIRST:
-            match = valid
-        else:
-            match = valid & ((u >> (SHIFT + WIDTH)) == prefix)
-        digit = ((u >> SHIFT) & ((1 << WIDTH) - 1)).to(tl.int32)
-        hist += tl.histogram(digit, NB, mask=match)
-    bins = tl.arange(0, NB)
-    at_or_above = tl.cumsum(hist, 0, reverse=True)
-    d = tl.max(tl.where(at_or_above >= k_rem, bins, -1), 0)
-    above = tl.sum(tl.where(bins > d, hist, 0), 0)
-    in_bin = tl.sum(tl.where(bins == d, hist, 0), 0)
-    k_rem = k_rem - above
-    prefix = (prefix << WIDTH) | d.to(tl.uint32)
-    return prefix, k_rem, in_bin == k_rem
+def _pack(mono, idx):
+    return (mono.to(tl.int64) << 32) | (4294967295 - idx.to(tl.int64))
 
 
 @triton.jit
-def _select(src_ptr, cnt_ptr, dst_ptr, n, total, lo, K, STAGE: tl.constexpr,
-            K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, NB: tl.constexpr):
-    """Write the packed keys of the list's top min(K, total), in list order, to dst; return the
-    count. The list has n slots, `total` of them valid."""
-    prefix = tl.zeros([], dtype=tl.uint32)
-    k_rem = K
-    level = 32
-    take_all = total <= K
-    done = take_all
-    if not done:
-        prefix, k_rem, done = _radix_pass(src_ptr, cnt_ptr, n, lo, prefix, k_rem, STAGE, K_PAD,
-                                          21, 11, True, BLOCK_N, NB)
-        level = 21
-    if not done:
-        prefix, k_rem, done = _radix_pass(src_ptr, cnt_ptr, n, lo, prefix, k_rem, STAGE, K_PAD,
-                                          10, 11, False, BLOCK_N, NB)
-        level = 10
-    if not done:
-        prefix, k_rem, done = _radix_pass(src_ptr, cnt_ptr, n, lo, prefix, k_rem, STAGE, K_PAD,
-                                          0, 10, False, BLOCK_N, NB)
-        level = 0
-    shift = tl.minimum(level, 31)  # level 32 only with take_all, where the keys are not compared
-    ties_seen = 0
+def _compact(row_ptr, n, dst_ptr, CAP, t_mono, prefix, shift, k_rem, EXACT: tl.constexpr,
+             BLOCK_N: tl.constexpr):
+    """Write the packed keys of the selected scores of row[0:n] to dst in index order (at most
+    CAP of them); return how many were selected. Not EXACT: scores with mono >= t_mono. EXACT:
+    keys whose u >> shift is above `prefix`, and the first k_rem equal to it (ties to smaller index)."""
     written = 0
+    ties = 0
     for i0 in range(0, n, BLOCK_N):
-        u, mono, idx, valid = _load_list(src_ptr, cnt_ptr, i0 + tl.arange(0, BLOCK_N), n, lo,
-                                         STAGE, K_PAD)
-        hi = u >> shift
-        tie = valid & (hi == prefix)
-        tie_i = tie.to(tl.int32)
-        rank = ties_seen + tl.cumsum(tie_i, 0) - tie_i
-        keep = valid & (take_all | (hi > prefix) | (tie & (rank < k_rem)))
+        i = i0 + tl.arange(0, BLOCK_N)
+        valid = i < n
+        mono = _mono(tl.load(row_ptr + i, mask=valid, other=0.0))
+        if EXACT:
+            hi = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
+            tie = valid & (hi == prefix)
+            tie_i = tie.to(tl.int32)
+            rank = ties + tl.cumsum(tie_i, 0) - tie_i
+            keep = valid & ((hi > prefix) | (tie & (rank < k_rem)))
+            ties += tl.sum(tie_i, 0)
+        else:
+            keep = valid & (mono >= t_mono)
         keep_i = keep.to(tl.int32)
         pos = written + tl.cumsum(keep_i, 0) - keep_i
-        packed = (mono.to(tl.int64) << 32) | (4294967295 - idx.to(tl.int64))
-        tl.store(dst_ptr + pos, packed, mask=keep)
-        ties_seen += tl.sum(tie_i, 0)
+        tl.store(dst_ptr + pos, _pack(mono, i), mask=keep & (pos < CAP))
         written += tl.sum(keep_i, 0)
     return written
 
 
 @triton.jit
+def _radix_pass(row_ptr, n, prefix, k_rem, SHIFT: tl.constexpr, FIRST: tl.constexpr,
+                BLOCK_N: tl.constexpr):
+    """Digit (8 bits at SHIFT) of the k_rem-th largest key among keys whose higher bits equal
+    prefix. Returns (new prefix, new k_rem, whether the boundary digit's keys are all taken)."""
+    hist = tl.zeros([256], dtype=tl.int32)
+    for i0 in range(0, n, BLOCK_N):
+        i = i0 + tl.arange(0, BLOCK_N)
+        valid = i < n
+        u = (_mono(tl.load(row_ptr + i, mask=valid, other=0.0)) ^ INT32_MIN).to(tl.uint32, bitcast=True)
+        if FIRST:
+            match = valid
+        else:
+            match = valid & ((u >> (SHIFT + 8)) == prefix)
+        hist += tl.histogram(((u >> SHIFT) & 255).to(tl.int32), 256, mask=match)
+    bins = tl.arange(0, 256)
+    at_or_above = tl.cumsum(hist, 0, reverse=True)
+    d = tl.max(tl.where(at_or_above >= k_rem, bins, -1), 0)
+    above = tl.sum(tl.where(bins > d, hist, 0), 0)
+    in_bin = tl.sum(tl.where(bins == d, hist, 0), 0)
+    k_rem = k_rem - above
+    return (prefix << 8) | d.to(tl.uint32), k_rem, in_bin == k_rem
+
+
+@triton.jit
+def _exact_select(row_ptr, n, K, dst_ptr, CAP, BLOCK_N: tl.constexpr):
+    """Radix select (8-bit digits, stopping once the boundary digit is taken whole), then the
+    exact compaction of the top K keys of row[0:n] (n > K)."""
+    prefix = tl.zeros([], dtype=tl.uint32)
+    k_rem = K
+    prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 24, True, BLOCK_N)
+    shift = 24
+    if not done:
+        prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 16, False, BLOCK_N)
+        shift = 16
+    if not done:
+        prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 8, False, BLOCK_N)
+        shift = 8
+    if not done:
+        prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 0, False, BLOCK_N)
+        shift = 0
+    return _compact(row_ptr, n, dst_ptr, CAP, 0, prefix, shift, k_rem, True, BLOCK_N)
+
+
+@triton.jit
 def _indexer_topk_kernel(
-        src_ptr, stride_src,  # STAGE 0/1: logits fp32 [R, CAP]; STAGE 2: candidates int64 [R, G, K_PAD]
-        cnt_ptr,  # int32 [R, G]: candidates per segment (written by stage 1, read by stage 2)
-        cand_ptr,  # int64 [R, G, K_PAD]: stage 1 output; stage 0/2 sort scratch [R, K_PAD]
-        idx_ptr, val_ptr,  # int32 / fp32 [R, K] outputs (stage 0/2)
+        logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
+        scratch_ptr,  # int64 [R, 2 * K_PAD]
+        idx_ptr, val_ptr,  # int32 / fp32 [R, K] outputs
         asq_ptr, ask_ptr, md_ptr, err_ptr,
-        B, S1, T, CAP, K, CMP,
+        B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
-        LEADING_ZERO: tl.constexpr, RETURN_VALUE: tl.constexpr, STAGE: tl.constexpr,
-        G: tl.constexpr, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, NB: tl.constexpr,
-        BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):
+        LEADING_ZERO: tl.constexpr, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr,
+        NS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):
     r = tl.program_id(0)
-    g = tl.program_id(1)
     r64 = r.to(tl.int64)
     # Which batch and token this row is (SPEC §1.2), and how many keys it sees (§1.3).
     if TND:
@@ -143,36 +134,34 @@ def _indexer_topk_kernel(
     s = r - row0
     s2 = tl.load(ask_ptr + b)
     q_block = tl.load(md_ptr + 3)
-    covered = (q_block == 0) | (s < q_block * tl.load(md_ptr + 7))
+    covered = (q_block == 0) | (s < q_block * tl.load(md_ptr + 7))  # scheduled by phase 1
     live = live & (s >= 0) & (s < s1) & covered
-    n = tl.where(live, tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), CAP), 0)
+    n = tl.where(live, tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), CAP_KEYS), 0)
 
-    if STAGE == 1:
-        seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
-        lo = g * seg
-        m = tl.maximum(tl.minimum(lo + seg, n) - lo, 0)
-        dst = cand_ptr + (r64 * G + g) * K_PAD
-        cnt = _select(src_ptr + r64 * stride_src + lo, cnt_ptr, dst, m, m, lo, K, STAGE, K_PAD,
-                      BLOCK_N, NB)
-        tl.store(cnt_ptr + r64 * G + g, cnt)
+    row_ptr = logits_ptr + r64 * stride_l
+    dst = scratch_ptr + r64 * (2 * K_PAD)
+    CAP: tl.constexpr = 2 * K_PAD
+    if n <= K:
+        cnt = _compact(row_ptr, n, dst, CAP, INT32_MIN, 0, 0, 0, False, BLOCK_N)
     else:
-        dst = cand_ptr + r64 * K_PAD
-        if STAGE == 2:
-            m = tl.where(live, G * K_PAD, 0)
-            total = tl.sum(tl.load(cnt_ptr + r64 * G + tl.arange(0, G)), 0)
-            cnt = _select(src_ptr + r64 * stride_src, cnt_ptr + r64 * G, dst, m, total, 0, K,
-                          STAGE, K_PAD, BLOCK_N, NB)
-        else:
-            cnt = _select(src_ptr + r64 * stride_src, cnt_ptr, dst, n, n, 0, K, STAGE, K_PAD,
-                          BLOCK_N, NB)
-        offs = tl.arange(0, K_PAD)
-        packed = tl.load(dst + offs, mask=offs < cnt, other=PAD_KEY)
-        packed = tl.sort(packed, descending=True)
-        keep = (offs < cnt) & (packed > PAD_KEY)
-        idx = (4294967295 - (packed & 4294967295)).to(tl.int32)
-        tl.store(idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=offs < K)
-        if RETURN_VALUE:
-            mono = (packed >> 32).to(tl.int32)
-            bits = tl.where(mono < 0, mono ^ 2147483647, mono)
-            val = bits.to(tl.float32, bitcast=True)
-            tl.store(val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=offs < K)
+        stride = tl.cdiv(n, NS)
+        si = tl.arange(0, NS)
+        sm = si * stride < n
+        sample = tl.where(sm, _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)), INT32_MIN)
+        sample = tl.sort(sample, descending=True)
+        rank = tl.minimum(tl.cdiv(3 * K, 2 * stride), NS) - 1
+        t0 = tl.sum(tl.where(si == rank, sample, 0), 0)
+        cnt = _compact(row_ptr, n, dst, CAP, t0, 0, 0, 0, False, BLOCK_N)
+        if (cnt < K) | (cnt > CAP):
+            cnt = _exact_select(row_ptr, n, K, dst, CAP, BLOCK_N)
+    offs = tl.arange(0, CAP)
+    packed = tl.load(dst + offs, mask=offs < cnt, other=PAD_KEY)
+    packed = tl.topk(packed, K_PAD)
+    offs = tl.arange(0, K_PAD)
+    keep = packed > PAD_KEY
+    idx = (4294967295 - (packed & 4294967295)).to(tl.int32)
+    tl.store(idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=offs < K)
+    if RETURN_VALUE:
+        mono = (packed >> 32).to(tl.int32)
+        val = tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
+        tl.store(val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=offs < K)
