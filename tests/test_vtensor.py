@@ -53,7 +53,8 @@ def _tokens(device, batch=3, steps=1, heads=2, head_dim=16, dtype=torch.float32)
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 # The device fixture only checks for leaks after all examples, so sharing it is intended.
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.integers(0, 300), min_size=1, max_size=12))
 def test_random_appends_equal_cat(device, layout, dtype, steps):
     cache = _empty(device, layout, dtype=dtype)
@@ -86,7 +87,8 @@ def test_plain_cache_is_copied_once_then_never(device, layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_layout_strides(device, layout):
-    cache = append(_empty(device, layout, batch=4, heads=2, head_dim=8), _tokens(device, 4, 3, 2, 8))
+    cache = append(_empty(device, layout, batch=4, heads=2, head_dim=8),
+                   _tokens(device, 4, 3, 2, 8))
     if layout == "per_sequence":
         assert cache.stride()[1:] == (16, 8, 1) and cache.stride(0) >= 4096 * 16
     else:
@@ -283,7 +285,8 @@ def test_functional_argument_errors(device, bad, error, match):
 
 
 @pytest.mark.parametrize("positions, error, match", [
-    (lambda d: torch.zeros(2, dtype=torch.int64, device=d), ValueError, "positions must be \\[B\\]"),
+    (lambda d: torch.zeros(2, dtype=torch.int64, device=d), ValueError,
+     "positions must be \\[B\\]"),
     (lambda d: torch.zeros(3, device=d), TypeError, "positions must be int32 or int64"),
 ], ids=["positions-shape", "positions-dtype"])
 def test_inplace_argument_errors(device, positions, error, match):

@@ -15,6 +15,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 append = torch.ops.custom.vtensor_append
 append_ = torch.ops.custom.vtensor_append_
 HEADS, HEAD_DIM = 8, 128  # a Llama KV head: 2 KiB per token in bf16
+LAYOUT = "per_sequence"  # the chunk arithmetic below counts one chunk per sequence
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def test_granularity_comes_from_the_driver(device):
 def test_cuda_graph_replay_builds_the_cache(device):
     batch, capacity, steps = 4, 4096, 300
     full = vtensor.capacity_view(vtensor.empty(batch, HEADS, HEAD_DIM, capacity=capacity,
-                                               dtype=torch.bfloat16, device=device))
+                                               dtype=torch.bfloat16, device=device,
+                                               layout=LAYOUT))
     start = torch.tensor([0, 7, 1000, 2047], device=device)
     positions = start.clone()
     states = _states(device, batch)
@@ -75,7 +77,8 @@ def test_cuda_graph_replay_builds_the_cache(device):
 
 
 def _exhaust_both(device):
-    cache = vtensor.empty(2, HEADS, HEAD_DIM, capacity=2048, dtype=torch.bfloat16, device=device)
+    cache = vtensor.empty(2, HEADS, HEAD_DIM, capacity=2048, dtype=torch.bfloat16, device=device,
+                          layout=LAYOUT)
     cache = append(cache, _states(device, 2, 2000))
     with pytest.raises(vtensor.ReservationExhaustedError, match="2049 tokens needed"):
         append(cache, _states(device, 2, 49))
@@ -83,7 +86,8 @@ def _exhaust_both(device):
     vtensor.set_memory_budget(vtensor.memory_stats(device)["mapped_bytes"], device)
     try:
         with pytest.raises(vtensor.VTensorOutOfMemoryError, match="budget of .* exhausted"):
-            append(_states(device, 4, 4), _states(device, 4, 1))
+            append(vtensor.empty(4, HEADS, HEAD_DIM, capacity=64, dtype=torch.bfloat16,
+                                 device=device, layout=LAYOUT), _states(device, 4, 1))
     finally:
         vtensor.set_memory_budget(None, device)
     grown = append(cache, _states(device, 2, 48))
@@ -118,7 +122,7 @@ def test_real_device_out_of_memory_is_clear(device):
 
 def test_free_waits_for_the_stream_not_the_device(device):
     cache = append(vtensor.empty(4, HEADS, HEAD_DIM, capacity=4096, dtype=torch.bfloat16,
-                                 device=device), _states(device, 4, 512))
+                                 device=device, layout=LAYOUT), _states(device, 4, 512))
     torch.cuda._sleep(2_000_000_000)  # keeps the stream busy for about a second
     total = cache.float().sum()
     del cache  # the last view: the storage and its reservation go now (no gc pass needed)
@@ -132,7 +136,7 @@ def test_ten_thousand_step_soak_grows_chunk_by_chunk(device):
     batch, steps = 4, 10_000
     chunk = vtensor.DEFAULTS["chunk_bytes"]
     cache = vtensor.empty(batch, HEADS, HEAD_DIM, capacity=steps, dtype=torch.bfloat16,
-                          device=device)
+                          device=device, layout=LAYOUT)
     reference = torch.empty(batch, steps, HEADS, HEAD_DIM, device=device, dtype=torch.bfloat16)
     mapped = [vtensor.memory_stats(device)["mapped_bytes"]]
     pointer = None  # an empty view has no data pointer: take the first append's

@@ -26,7 +26,10 @@ LAYOUTS = ("per_sequence", "sequence_major")
 DEFAULTS = {
     "reserve_bytes": 4 << 30,  # per cache, when a plain tensor is turned into a virtual one
     "chunk_bytes": 2 << 20,  # a multiple of every granularity seen (CPU pages, CUDA 2 MiB)
-    "layout": "per_sequence",
+    # Measured on an H200 (decode_demo, B=64, 8 layers): flash attention takes the same GPU time
+    # on either layout; sequence-major shares each 2 MiB chunk across the batch, so it maps B
+    # times fewer chunks and holds B times less slack. per_sequence is for ragged batches.
+    "layout": "sequence_major",
     "map_ahead": True,  # map a sequence's next chunk once its last one is full
 }
 
@@ -187,9 +190,7 @@ class VirtualCache:
 def lookup(tensor: torch.Tensor) -> VirtualCache | None:
     """The virtual cache whose storage ``tensor`` views, or None for an ordinary tensor."""
     storage = tensor.untyped_storage()
-    ref = _REGISTRY.get((tensor.device if tensor.device.type == "cpu" else
-                         torch.device(tensor.device.type, tensor.device.index),
-                         storage.data_ptr()))
+    ref = _REGISTRY.get((tensor.device, storage.data_ptr()))
     cache = ref() if ref is not None else None
     if cache is None or storage.nbytes() != cache.reservation.nbytes:
         return None

@@ -1,4 +1,4 @@
-"""CUDA virtual-memory driver over cuda-python's ``cuda.bindings.driver`` (the optional [cuda] extra).
+"""CUDA virtual-memory driver over cuda-python's ``cuda.bindings.driver`` (the [cuda] extra).
 
 Imported only by ``driver_for`` for a CUDA device, so CPU-only machines never load it. Chunks are
 pinned device memory created with cuMemCreate on the cache's device, mapped with cuMemMap and made

@@ -11,14 +11,14 @@ import torch
 
 
 class VmmDriver(abc.ABC):
-    """Virtual-memory operations of one device. Sizes and offsets are multiples of ``granularity``."""
+    """Virtual-memory operations of one device; sizes and offsets are multiples of granularity."""
 
     device: torch.device
     granularity: int  # bytes; the driver's minimum mapping unit
 
     @abc.abstractmethod
     def reserve(self, nbytes: int) -> int:
-        """Reserve ``nbytes`` of virtual address space with nothing behind it; return its address."""
+        """Reserve ``nbytes`` of address space with nothing behind it; return its address."""
 
     @abc.abstractmethod
     def release(self, address: int, nbytes: int) -> None:
@@ -26,7 +26,7 @@ class VmmDriver(abc.ABC):
 
     @abc.abstractmethod
     def create(self, nbytes: int) -> object:
-        """Create a physical chunk; raise ``VTensorOutOfMemoryError`` when the device has none left."""
+        """Create a physical chunk; raise ``VTensorOutOfMemoryError`` when the device is full."""
 
     @abc.abstractmethod
     def destroy(self, handle: object) -> None:
@@ -34,7 +34,7 @@ class VmmDriver(abc.ABC):
 
     @abc.abstractmethod
     def map(self, address: int, nbytes: int, handle: object) -> None:
-        """Back ``[address, address + nbytes)`` with ``handle`` and make it readable and writable."""
+        """Back ``[address, address + nbytes)`` with ``handle``, readable and writable."""
 
     @abc.abstractmethod
     def unmap(self, address: int, nbytes: int) -> None:
@@ -42,7 +42,7 @@ class VmmDriver(abc.ABC):
 
     @abc.abstractmethod
     def wrap(self, address: int, nbytes: int, owner: object) -> torch.Tensor:
-        """A uint8 tensor [nbytes] over the range whose storage keeps ``owner`` alive until it dies."""
+        """A uint8 tensor [nbytes] over the range; its storage keeps ``owner`` alive."""
 
     def record_fence(self) -> object:
         """Mark the work queued so far on the current stream; ``None`` where work is synchronous."""

@@ -1,4 +1,4 @@
-"""Exceptions of the virtual-memory KV append: every failure names what ran out or which call failed."""
+"""Exceptions of the virtual-memory KV append: each names what ran out or which call failed."""
 import torch
 
 

@@ -1,7 +1,9 @@
 """CPU and CUDA implementations of the three vtensor ops (schemas in custom_ops/_schemas.py).
 
-The bodies are device-agnostic torch code over the cache views of ``cache.py``; the device only
-matters to the driver below them, so one registration per dispatch key is all there is here.
+The functional ops are device-agnostic torch code over the cache views of ``cache.py``: the
+device only matters to the driver below them. The in-place op is one Triton launch on CUDA
+(``triton_append.py``: a CUDA graph then pays what a static cache's slice write pays) and torch
+indexing elsewhere, with the same semantics.
 """
 import weakref
 
