@@ -206,8 +206,9 @@ ge::graphStatus TilingVllmQuantLightningIndexer(gert::TilingContext *ctx)
     uint64_t ubBytes = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
     CHECK_RULE(aicNum > 0 && aivNum > 0, p.op, "platform must report AI cores, got %u cube / %u vector", aicNum, aivNum);
-    const int64_t vecKeys = li::ChooseVecKeys(li::NPU_K_BLOCK, p.sparseCount, static_cast<int64_t>(ubBytes));
-    CHECK_RULE(vecKeys > 0, p.op, "UB of %lu bytes cannot hold the vector plan for sparse_count %ld", ubBytes,
+    const int64_t usableUb = li::UsableUbBytes(static_cast<int64_t>(ubBytes));
+    const int64_t vecKeys = li::ChooseVecKeys(li::NPU_K_BLOCK, p.sparseCount, usableUb);
+    CHECK_RULE(vecKeys > 0, p.op, "UB of %ld usable bytes cannot hold the vector plan for sparse_count %ld", usableUb,
                p.sparseCount);
 
     VllmQuantLightningIndexerTilingData data;

@@ -1,6 +1,7 @@
 // Host tiling of VtensorAppend: check shapes and strides, split the B * T rows over vector
 // cores, size the UB pass. Tiling key 0 (int32 positions) / 1 (int64 positions).
 #include "li_op_check.h"
+#include "li_tiling_math.h"
 #include "register/op_impl_registry.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "vtensor_append_math.h"
@@ -51,8 +52,10 @@ ge::graphStatus TilingVtensorAppend(gert::TilingContext *ctx)
     uint64_t ubBytes = 0;
     platform.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ubBytes);
     const int64_t rowBytes = a.rowElems * ge::GetSizeByDataType(cd->GetDataType());
-    const int64_t rowsPerPass = li::RowsPerPass(rowBytes, static_cast<int64_t>(ubBytes));
-    CHECK_RULE(rowsPerPass > 0, op, "one cache row of %ld bytes must fit half the UB (%lu bytes)", rowBytes, ubBytes);
+    const int64_t usableUb = li::UsableUbBytes(static_cast<int64_t>(ubBytes));
+    const int64_t rowsPerPass = li::RowsPerPass(rowBytes, usableUb);
+    CHECK_RULE(rowsPerPass > 0, op, "one cache row of %ld bytes must fit half the usable UB (%ld bytes)", rowBytes,
+               usableUb);
     const int64_t cores = li::AppendCores(a, platform.GetCoreNumAiv());
 
     VtensorAppendTilingData data;

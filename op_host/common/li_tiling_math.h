@@ -17,6 +17,9 @@ constexpr int64_t BLOCK_SIZE_ALIGN = 16;
 constexpr int64_t MAX_CMP_RATIO = 128;
 
 constexpr int64_t UB_BYTES_A2 = 192 * 1024;  // unified buffer of one A2/A3 vector core
+// What the AscendC framework keeps of the UB: 256 B in mixed cube/vector kernels, and 8 KiB for the
+// APIs that need scratch (Select among them) unless built with --cce-disable-asc-reserved-ubuf.
+constexpr int64_t UB_RESERVED_BYTES = 256 + 8 * 1024;
 constexpr int64_t UB_ALIGN = 32;             // DataCopy granule
 constexpr int64_t VEC_CORES_PER_AIC = 2;     // A2/A3 AI core: one cube + two vector cores
 constexpr int64_t DOUBLE_BUFFER = 2;
@@ -85,6 +88,9 @@ LI_INLINE UbPlan PlanUb(int64_t vecKeys, int64_t kBlock, int64_t sparseCount)
     u.total = u.mmIn + u.mmFloat + u.headWeight + u.unitScore + u.keyScale + u.sortBuf + u.running + u.mergeBuf;
     return u;
 }
+
+// The UB a kernel's TPipe may allocate out of the platform's `ubBytes`.
+LI_INLINE int64_t UsableUbBytes(int64_t ubBytes) { return Max(ubBytes - UB_RESERVED_BYTES, 0); }
 
 // The widest key chunk (256, 128, 64 or 32) whose plan fits the UB; 0 if none does.
 LI_INLINE int64_t ChooseVecKeys(int64_t kBlock, int64_t sparseCount, int64_t ubBytes)

@@ -24,20 +24,35 @@ TEST(partial_workspace_holds_two_rows_of_four_tokens_per_core)
     CHECK_EQ(li::IndexerUserWorkspaceBytes(24, 512), li::Mm1WorkspaceBytes(24) + li::PartialWorkspaceBytes(24, 512));
 }
 
-TEST(ub_plan_fits_192_kib_for_every_sparse_count)
+TEST(usable_ub_leaves_the_framework_reserve)
 {
+    CHECK_EQ(li::UsableUbBytes(li::UB_BYTES_A2), 192 * 1024 - 256 - 8 * 1024);
+    CHECK_EQ(li::UsableUbBytes(100), 0);
+}
+
+TEST(ub_plan_fits_the_usable_a2_ub_for_every_sparse_count)
+{
+    const int64_t usable = li::UsableUbBytes(li::UB_BYTES_A2);
     for (int64_t sc = 1; sc <= li::MAX_SPARSE_COUNT; ++sc) {
-        const int64_t keys = li::ChooseVecKeys(li::NPU_K_BLOCK, sc, li::UB_BYTES_A2);
+        const int64_t keys = li::ChooseVecKeys(li::NPU_K_BLOCK, sc, usable);
         CHECK_MSG(keys >= 32, "sparse_count " + std::to_string(sc));
-        CHECK_MSG(li::PlanUb(keys, li::NPU_K_BLOCK, sc).total <= li::UB_BYTES_A2, "sparse_count " + std::to_string(sc));
+        CHECK_MSG(li::PlanUb(keys, li::NPU_K_BLOCK, sc).total <= usable, "sparse_count " + std::to_string(sc));
     }
+}
+
+TEST(ub_plan_of_sparse_count_1024_needs_the_reserve_taken_off)
+{
+    // 128-key steps fit the raw 192 KiB but not what the framework leaves.
+    CHECK_EQ(li::ChooseVecKeys(li::NPU_K_BLOCK, 1024, li::UB_BYTES_A2), 128);
+    CHECK_EQ(li::ChooseVecKeys(li::NPU_K_BLOCK, 1024, li::UsableUbBytes(li::UB_BYTES_A2)), 64);
 }
 
 TEST(ub_plan_takes_the_widest_chunk_that_fits)
 {
-    const int64_t keys = li::ChooseVecKeys(li::NPU_K_BLOCK, 2048, li::UB_BYTES_A2);
+    const int64_t usable = li::UsableUbBytes(li::UB_BYTES_A2);
+    const int64_t keys = li::ChooseVecKeys(li::NPU_K_BLOCK, 2048, usable);
     CHECK(keys < 256);
-    CHECK(li::PlanUb(keys * 2, li::NPU_K_BLOCK, 2048).total > li::UB_BYTES_A2);
+    CHECK(li::PlanUb(keys * 2, li::NPU_K_BLOCK, 2048).total > usable);
     CHECK_EQ(li::ChooseVecKeys(li::NPU_K_BLOCK, 2048, 1024), 0);  // nothing fits a tiny UB
 }
 
