@@ -15,7 +15,8 @@ template <typename QK, typename ACC>
 class LiCube {
 public:
     // L0C tile [128, 128] x 4 B = 64 KiB. L0B and L0C hold two tiles each so that the hand-offs can
-    // overlap; this version still waits at every hand-off (MTE2 -> MTE1 -> M -> FIX).
+    // overlap; this version still waits at every hand-off, both ways: MTE2 -> MTE1 -> M -> FIX for
+    // the data, and MTE1 -> MTE2 (L1 reuse), M -> MTE1 (L0A/L0B reuse), FIX -> M (L0C reuse).
     static constexpr int64_t BASE_M = 128;
     static constexpr int64_t BASE_N = 128;
     static constexpr int64_t D = li::HEAD_DIM;
@@ -74,6 +75,7 @@ private:
     // Q rows are contiguous in GM ([.., 64, 128] per token): one ND -> Nz copy into L1.
     __aicore__ inline void LoadQuery(int64_t qRow0, int64_t m)
     {
+        WaitPipe<HardEvent::MTE1_MTE2>();  // the previous unit's L0A loads have read qL1
         LocalTensor<QK> q = qL1_.Get<QK>();
         Nd2NzParams p;
         p.ndNum = 1;
@@ -83,14 +85,14 @@ private:
         p.dstNzC0Stride = qRowsPadded_;
         p.dstNzNStride = 1;
         DataCopy(q, query_[qRow0 * li::HEADS_Q * D], p);
-        SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE2_MTE1>();
     }
 
     // Keys [k0, k0 + n) of batch b: one ND -> Nz copy per cache block they touch (CacheBlock bounds
     // the table lookups).
     __aicore__ inline void GatherKeys(int64_t b, int64_t k0, int64_t n)
     {
+        WaitPipe<HardEvent::MTE1_MTE2>();  // the previous sub-tile's L0B loads have read kL1
         LocalTensor<QK> k = kL1_.Get<QK>();
         for (int64_t j = 0; j < n;) {
             const li::PagedSlot slot = li::KeySlot(k0 + j, blockSize_);
@@ -106,42 +108,49 @@ private:
             DataCopy(k[j * (32 / sizeof(QK))], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
             j += rows;
         }
-        SetFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
-        WaitFlag<HardEvent::MTE2_MTE1>(EVENT_ID1);
+        WaitPipe<HardEvent::MTE2_MTE1>();
     }
 
+    // C[m0.., n0..] = Q·Kᵀ of one [m x n] tile. L0A takes the Zz form (per 16-row fractal of Q, its
+    // D / c0 K-fractals in a row), L0B the Zn form (per K-fractal, the tile's n / 16 key fractals in a
+    // row); L1 holds both Nz, so A gathers with a stride and B copies runs.
     __aicore__ inline void MmadTile(int64_t m0, int64_t m, int64_t n0, int64_t n, int64_t buf)
     {
         const int64_t c0 = 32 / sizeof(QK);  // K elements of one fractal row
+        const int64_t fractal = 16 * c0;     // elements of one 512-byte fractal
+        const int64_t kFractals = D / c0;
+        const int64_t nFractals = li::CeilDiv(n, 16);
         LocalTensor<QK> a = aL0_.Get<QK>();
         LocalTensor<QK> bL0 = bL0_.Get<QK>()[(tile_ % 2) * BASE_N * D];
         LocalTensor<ACC> c = cL0_.Get<ACC>()[(tile_ % 2) * BASE_M * BASE_N];
+        WaitPipe<HardEvent::M_MTE1>();  // the previous Mmad has read L0A / L0B
         LoadData2DParams la;
-        la.repeatTimes = D / c0;
+        la.repeatTimes = kFractals;
         la.srcStride = qRowsPadded_ / 16;  // fractals between K blocks of the Nz Q in L1
         for (int64_t r = 0; r < li::CeilDiv(m, 16); ++r) {
-            la.startIndex = (m0 / 16 + r);
-            LoadData(a[r * 16 * D], qL1_.Get<QK>(), la);
+            la.startIndex = m0 / 16 + r;
+            LoadData(a[r * kFractals * fractal], qL1_.Get<QK>(), la);
         }
         LoadData2DParams lb;
-        lb.repeatTimes = D / c0;
-        lb.srcStride = li::S2_SUBTILE / 16;
-        for (int64_t r = 0; r < li::CeilDiv(n, 16); ++r) {
-            lb.startIndex = (n0 / 16 + r);
-            LoadData(bL0[r * 16 * D], kL1_.Get<QK>(), lb);
+        lb.repeatTimes = nFractals;
+        lb.srcStride = 1;
+        for (int64_t kf = 0; kf < kFractals; ++kf) {
+            lb.startIndex = kf * (li::S2_SUBTILE / 16) + n0 / 16;
+            LoadData(bL0[kf * nFractals * fractal], kL1_.Get<QK>(), lb);
         }
-        SetFlag<HardEvent::MTE1_M>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE1_M>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE1_M>();
+        WaitPipe<HardEvent::FIX_M>();  // the Fixpipe of two tiles ago has read this L0C buffer
         MmadParams mp;
         mp.m = m;
         mp.n = n;
         mp.k = D;
         mp.cmatrixInitVal = true;
         Mmad(c, a, bL0, mp);
-        SetFlag<HardEvent::M_FIX>(EVENT_ID0);
-        WaitFlag<HardEvent::M_FIX>(EVENT_ID0);
+        WaitPipe<HardEvent::M_FIX>();
+        // nSize must be a multiple of 16: the columns past n are keys past the unit, which the vector
+        // cores mask, and stay inside the sub-tile's S2_SUBTILE columns.
         FixpipeParamsV220 fp;
-        fp.nSize = n;
+        fp.nSize = li::AlignUp(n, 16);
         fp.mSize = m;
         fp.srcStride = li::AlignUp(m, 16);
         fp.dstStride = li::S2_SUBTILE;

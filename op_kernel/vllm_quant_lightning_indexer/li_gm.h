@@ -5,6 +5,7 @@
 
 #include "kernel_operator.h"
 #include "li_schedule.h"
+#include "li_tiling_math.h"
 
 namespace li_kernel {
 
@@ -27,6 +28,27 @@ __aicore__ inline int64_t CacheBlock(__gm__ int32_t *blockTable, int64_t b, int6
 {
     const int64_t col = li::SafeTableCol(li::KeySlot(j, blockSize).tableCol, maxBlocksPerSeq);
     return li::SafeBlockId(blockTable[b * maxBlocksPerSeq + col], numBlocks);
+}
+
+// This core's AI core: a cube core's block index, or its vector core's index / 2 (1:2 mix launch).
+// ASCEND_IS_AIV expands to `constexpr(...)`, so it can only follow an `if`.
+__aicore__ inline int64_t AiCoreIdx()
+{
+    if ASCEND_IS_AIV {
+        return AscendC::GetBlockIdx() / li::VEC_CORES_PER_AIC;
+    }
+    return AscendC::GetBlockIdx();
+}
+
+// The consumer pipe of EVENT waits until the producer pipe has finished everything issued so far.
+// The event id comes from the pipe's pool, so it never collides with the ids TQue holds between
+// FreeTensor and the next AllocTensor.
+template <AscendC::HardEvent EVENT>
+__aicore__ inline void WaitPipe()
+{
+    const int32_t id = static_cast<int32_t>(AscendC::GetTPipePtr()->FetchEventID(EVENT));
+    AscendC::SetFlag<EVENT>(id);
+    AscendC::WaitFlag<EVENT>(id);
 }
 
 // Cross-core flags between a cube core and its two vector cores (mode 2); SyncAll owns 11-14.

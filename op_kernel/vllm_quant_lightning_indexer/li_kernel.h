@@ -62,7 +62,7 @@ public:
         }
         indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t *>(args.sparseIndices));
         values_.SetGlobalBuffer(reinterpret_cast<__gm__ float *>(args.sparseValues));
-        const int64_t aic = GetBlockIdx() / (ASCEND_IS_AIV ? 2 : 1);
+        const int64_t aic = AiCoreIdx();
         GlobalTensor<ACC> mm;
         mm.SetGlobalBuffer(reinterpret_cast<__gm__ ACC *>(args.user + t->mm1Offset) + aic * 2 * li::CUBE_M * li::S2_SUBTILE);
         partial_.SetGlobalBuffer(reinterpret_cast<__gm__ float *>(args.user + t->partialOffset));
@@ -71,6 +71,9 @@ public:
                        reinterpret_cast<__gm__ int32_t *>(args.blockTable), mm, t->blockSize, t->keyBlockStride,
                        t->maxBlocksPerSeq, numBlocks);
         } else {
+            // Phase 1 runs before the vector buffers exist: InitGlobalMemory stages its fill value
+            // in the UB that the pipe has not allocated.
+            FillOutputs();
             typename LiVector<SCALE, ACC, INT8_PATH>::Gm gm{
                 reinterpret_cast<__gm__ SCALE *>(args.weights), reinterpret_cast<__gm__ SCALE *>(args.queryScale),
                 reinterpret_cast<__gm__ SCALE *>(args.keyScale), reinterpret_cast<__gm__ int32_t *>(args.blockTable), mm,
@@ -83,12 +86,11 @@ public:
     __aicore__ inline void Process()
     {
         if ASCEND_IS_AIV {
-            FillOutputs();
             vec_.Start();
         }
-        SyncAll<false>();
+        SyncAll<false>();  // phase 1 (the fill, in Init) is done everywhere
         const int64_t cores = GetBlockNum();
-        const int64_t self = GetBlockIdx() / (ASCEND_IS_AIV ? 2 : 1);
+        const int64_t self = AiCoreIdx();
         for (int64_t w = self; usable_ && w < params_.numWorkers; w += cores) {
             RunWorker(w);
         }
@@ -108,7 +110,7 @@ private:
     __aicore__ inline void FillOutputs()
     {
         const int64_t rows = t_->outputRows;
-        const li::RowRange r = li::FillRows(rows, GetBlockIdx(), GetBlockNum() * 2);
+        const li::RowRange r = li::FillRows(rows, GetBlockIdx(), GetBlockNum() * li::VEC_CORES_PER_AIC);
         const int64_t k = t_->sparseCount;
         if (r.end > r.begin) {
             GlobalTensor<int32_t> indices = indices_[r.begin * k];

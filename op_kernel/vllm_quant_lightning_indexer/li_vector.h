@@ -40,21 +40,22 @@ public:
         queryScale_.SetGlobalBuffer(gm.queryScale);
         keyScale_.SetGlobalBuffer(gm.keyScale);
         vecKeys_ = vecKeys;
-        k_ = sparseCount;
         kPad_ = li::AlignUp(sparseCount, 32);
         blockSize_ = blockSize;
         keyScaleBlockStride_ = keyScaleBlockStride;
         maxBlocksPerSeq_ = maxBlocksPerSeq;
         numBlocks_ = numBlocks;
-        const int64_t tokens = li::TokensPerVecCore();
-        pipe->InitBuffer(mmQueue_, 2, li::HEADS_Q * vecKeys * sizeof(ACC));
-        pipe->InitBuffer(mmFloat_, li::HEADS_Q * vecKeys * sizeof(float));
-        pipe->InitBuffer(headWeight_, tokens * li::HEADS_Q * sizeof(float));
-        pipe->InitBuffer(unitScore_, tokens * K * sizeof(float));
-        pipe->InitBuffer(keyScaleBuf_, K * sizeof(float));
-        pipe->InitBuffer(sortBuf_, 2 * K * 2 * sizeof(float));
-        pipe->InitBuffer(running_, tokens * kPad_ * 2 * sizeof(float));
-        pipe->InitBuffer(mergeBuf_, 2 * kPad_ * 2 * sizeof(float));
+        // The sizes the host checked against the UB (li::PlanUb); mergeBuf doubles as mask and
+        // gather scratch of kBlock entries, so it is never sized by sparse_count alone.
+        const li::UbPlan plan = li::PlanUb(vecKeys, K, sparseCount);
+        pipe->InitBuffer(mmQueue_, li::DOUBLE_BUFFER, plan.mmIn / li::DOUBLE_BUFFER);
+        pipe->InitBuffer(mmFloat_, plan.mmFloat);
+        pipe->InitBuffer(headWeight_, plan.headWeight);
+        pipe->InitBuffer(unitScore_, plan.unitScore);
+        pipe->InitBuffer(keyScaleBuf_, plan.keyScale);
+        pipe->InitBuffer(sortBuf_, plan.sortBuf);
+        pipe->InitBuffer(running_, plan.running);
+        pipe->InitBuffer(mergeBuf_, plan.mergeBuf);
     }
 
     // Both sub-tile buffers start free (pairs with LiCube::Finish).
@@ -104,6 +105,7 @@ public:
         LocalTensor<float> sorted = sortBuf_.Get<float>();
         LocalTensor<float> tmp = sorted[2 * K];
         LocalTensor<int32_t> idx = mmFloat_.Get<int32_t>();
+        WaitPipe<HardEvent::V_S>();  // ArithProgression writes its first block with scalar stores
         ArithProgression<int32_t>(idx, static_cast<int32_t>(kb * K), 1, K);
         PipeBarrier<PIPE_V>();
         Sort<float, true>(sorted, score, idx.ReinterpretCast<uint32_t>(), tmp, K / 32);
@@ -133,25 +135,21 @@ public:
         LocalTensor<float> val = mergeBuf_.Get<float>();
         LocalTensor<uint32_t> idx = mergeBuf_.Get<uint32_t>()[kPad_];
         Extract(val, idx, running_.Get<float>()[slot * kPad_ * 2], kPad_ / 32);
-        SetFlag<HardEvent::V_MTE3>(EVENT_ID0);
-        WaitFlag<HardEvent::V_MTE3>(EVENT_ID0);
+        WaitPipe<HardEvent::V_MTE3>();
         const DataCopyExtParams row(1, static_cast<uint32_t>(valid * sizeof(int32_t)), 0, 0, 0);
         DataCopyPad(indices, idx.ReinterpretCast<int32_t>(), row);
         if (returnValue) {
             DataCopyPad(values, val, row);
         }
-        SetFlag<HardEvent::MTE3_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE3_V>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE3_V>();
     }
 
     // Partial lists of shared rows: the whole running list of a token, (score, index) pairs.
     __aicore__ inline void StorePartial(int64_t slot, GlobalTensor<float> dst)
     {
-        SetFlag<HardEvent::V_MTE3>(EVENT_ID1);
-        WaitFlag<HardEvent::V_MTE3>(EVENT_ID1);
+        WaitPipe<HardEvent::V_MTE3>();
         DataCopy(dst, running_.Get<float>()[slot * kPad_ * 2], kPad_ * 2);
-        SetFlag<HardEvent::MTE3_V>(EVENT_ID1);
-        WaitFlag<HardEvent::MTE3_V>(EVENT_ID1);
+        WaitPipe<HardEvent::MTE3_V>();
     }
 
     // Folds one participant's partial list (earlier keys first) into token slot's running list.
@@ -159,9 +157,9 @@ public:
     {
         LocalTensor<float> run = running_.Get<float>()[slot * kPad_ * 2];
         LocalTensor<float> other = first ? run : sortBuf_.Get<float>();
+        WaitPipe<HardEvent::V_MTE2>();  // the previous fold's MrgSort and copy are done with both
         DataCopy(other, src, kPad_ * 2);
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE2_V>();
         if (first) {
             return;
         }
@@ -182,10 +180,10 @@ private:
         LocalTensor<float> a = headWeight_.Get<float>()[slot * li::HEADS_Q];
         LocalTensor<SCALE> w = mmFloat_.Get<SCALE>();
         LocalTensor<SCALE> qs = w[li::HEADS_Q];
+        WaitPipe<HardEvent::V_MTE2>();  // mmFloat was the previous unit's vector scratch
         DataCopy(w, weights_[row * li::HEADS_Q], li::HEADS_Q);
         DataCopy(qs, queryScale_[row * li::HEADS_Q], li::HEADS_Q);
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID1);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID1);
+        WaitPipe<HardEvent::MTE2_V>();
         Mul(w, w, qs, li::HEADS_Q);
         PipeBarrier<PIPE_V>();
         if constexpr (INT8_PATH) {
@@ -193,8 +191,7 @@ private:
         } else {
             DataCopy(a, w.template ReinterpretCast<float>(), li::HEADS_Q);
         }
-        SetFlag<HardEvent::V_S>(EVENT_ID0);
-        WaitFlag<HardEvent::V_S>(EVENT_ID0);
+        WaitPipe<HardEvent::V_S>();  // HeadSum reads a[g] as scalars
     }
 
     // kscale of the unit's keys (times 1024 on A2/A3, undoing the / 1024 of the ReLU step), gathered
@@ -204,9 +201,7 @@ private:
         LocalTensor<float> ks = keyScaleBuf_.Get<float>();
         LocalTensor<SCALE> raw = mmFloat_.Get<SCALE>();
         Duplicate(raw, static_cast<SCALE>(0), K);
-        PipeBarrier<PIPE_V>();
-        SetFlag<HardEvent::V_MTE2>(EVENT_ID0);
-        WaitFlag<HardEvent::V_MTE2>(EVENT_ID0);
+        WaitPipe<HardEvent::V_MTE2>();
         if (K % blockSize_ == 0) {
             CopyKeyScales(raw, b, kb, keys);  // every chunk starts on a block: UB-aligned
         } else {
@@ -244,8 +239,7 @@ private:
             DataCopyPad(raw[j], keyScale_[r.block * keyScaleBlockStride_ + r.row], cp, DataCopyPadExtParams<SCALE>());
             j += r.rows;
         }
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE2_V>();
     }
 
     // Block sizes that do not divide the unit (48, 80, ...) start runs mid-block: each run lands on a
@@ -256,6 +250,7 @@ private:
         constexpr int64_t ALIGN = 32 / sizeof(SCALE);
         LocalTensor<SCALE> stage = unitScore_.Get<SCALE>();
         LocalTensor<uint32_t> offsets = mergeBuf_.Get<uint32_t>();
+        WaitPipe<HardEvent::V_S>();  // the offsets are scalar stores into vector scratch
         int64_t at = 0;
         for (int64_t j = 0; j < K;) {
             if (j >= keys) {
@@ -271,10 +266,8 @@ private:
             at += li::AlignUp(r.rows, ALIGN);
             j += r.rows;
         }
-        SetFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        WaitFlag<HardEvent::MTE2_V>(EVENT_ID0);
-        SetFlag<HardEvent::S_V>(EVENT_ID0);
-        WaitFlag<HardEvent::S_V>(EVENT_ID0);
+        WaitPipe<HardEvent::MTE2_V>();
+        WaitPipe<HardEvent::S_V>();
         Gather(raw, stage, offsets, 0u, static_cast<uint32_t>(K));
         PipeBarrier<PIPE_V>();
     }
@@ -304,7 +297,7 @@ private:
                 Relu(r, r, count);
                 PipeBarrier<PIPE_V>();
                 LocalTensor<half> h = in.template ReinterpretCast<half>();
-                Cast(h, r, RoundMode::CAST_ROUND, count);
+                Cast(h, r, RoundMode::CAST_RINT, count);  // nearest-even, as the golden's .half()
                 PipeBarrier<PIPE_V>();
                 Cast(r, h, RoundMode::CAST_NONE, count);
             } else {
@@ -327,6 +320,7 @@ private:
     {
         LocalTensor<float> pos = mergeBuf_.Get<float>();
         LocalTensor<uint8_t> keep = pos[K].template ReinterpretCast<uint8_t>();
+        WaitPipe<HardEvent::V_S>();  // ArithProgression writes its first block with scalar stores
         ArithProgression<float>(pos, 0.0f, 1.0f, K);
         PipeBarrier<PIPE_V>();
         CompareScalar(keep, pos, static_cast<float>(visible), CMPMODE::LT, K);
@@ -348,7 +342,6 @@ private:
     TBuf<TPosition::VECCALC> running_;
     TBuf<TPosition::VECCALC> mergeBuf_;
     int64_t vecKeys_ = 0;
-    int64_t k_ = 0;
     int64_t kPad_ = 0;
     int64_t blockSize_ = 0;
     int64_t keyScaleBlockStride_ = 0;
