@@ -15,7 +15,7 @@ OPP_PREFIX=${OPP_PREFIX:-$HOME/.custom_ops/opp}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DASCEND_HOME_PATH="$ASCEND_HOME_PATH" \
       -DNPU_SOC_VERSION="$SOC_VERSION" -DPython3_EXECUTABLE="$(command -v python)"
 cmake --build "$BUILD" -j"$(nproc)"
-ctest --test-dir "$BUILD" --output-on-failure
+(cd "$BUILD" && ctest --output-on-failure)  # ctest --test-dir needs CMake 3.20
 
 package=$(ls "$BUILD"/op_host/npu_op_project/build_out/custom_opp_*.run)
 mkdir -p "$OPP_PREFIX"
