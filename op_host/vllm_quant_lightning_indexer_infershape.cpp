@@ -14,7 +14,7 @@ constexpr size_t KEY = 1;
 constexpr size_t ATTR_LAYOUT_QUERY = 2;
 constexpr size_t ATTR_SPARSE_COUNT = 4;
 constexpr size_t ATTR_RETURN_VALUE = 9;
-constexpr size_t KEY_HEAD_DIM = 2;  // key: [num_blocks, block_size, N2, D]
+constexpr size_t KEY_N2_DIM = 2;  // key: [num_blocks, block_size, N2, D]
 
 ge::graphStatus InferShapeVllmQuantLightningIndexer(gert::InferShapeContext *context)
 {
@@ -45,7 +45,7 @@ ge::graphStatus InferShapeVllmQuantLightningIndexer(gert::InferShapeContext *con
     for (size_t i = 0; i + 2 < rank; ++i) {
         indices->SetDim(i, query->GetDim(i));
     }
-    indices->SetDim(rank - 2, key->GetDim(KEY_HEAD_DIM));
+    indices->SetDim(rank - 2, key->GetDim(KEY_N2_DIM));
     indices->SetDim(rank - 1, *sparseCount);
     if (returnValue != nullptr && *returnValue) {
         *values = *indices;

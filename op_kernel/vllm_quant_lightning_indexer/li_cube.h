@@ -44,8 +44,8 @@ public:
     // flag counter where it began.
     __aicore__ inline void Finish()
     {
-        CrossCoreWaitFlag(FLAG_MM_FREE);
-        CrossCoreWaitFlag(FLAG_MM_FREE + 1);
+        CrossCoreWaitFlag<CROSS_CORE_MODE, PIPE_FIX>(FLAG_MM_FREE);
+        CrossCoreWaitFlag<CROSS_CORE_MODE, PIPE_FIX>(FLAG_MM_FREE + 1);
     }
 
     // One unit: query rows [qRow0, qRow0 + qRows) (token-major, 64 heads each) against compressed
@@ -60,7 +60,7 @@ public:
             const int64_t k0 = kb * li::NPU_K_BLOCK + sub * li::S2_SUBTILE;
             const int64_t n = li::Min(li::S2_SUBTILE, keys - sub * li::S2_SUBTILE);
             GatherKeys(b, k0, n);
-            CrossCoreWaitFlag(FLAG_MM_FREE + buf);
+            CrossCoreWaitFlag<CROSS_CORE_MODE, PIPE_FIX>(FLAG_MM_FREE + buf);  // Fixpipe may overwrite it
             for (int64_t m0 = 0; m0 < m; m0 += BASE_M) {
                 for (int64_t n0 = 0; n0 < n; n0 += BASE_N) {
                     MmadTile(m0, li::Min(BASE_M, m - m0), n0, li::Min(BASE_N, n - n0), buf);

@@ -52,6 +52,8 @@ __aicore__ inline void WaitPipe()
 }
 
 // Cross-core flags between a cube core and its two vector cores (mode 2); SyncAll owns 11-14.
+// Waits name the mode and the pipe that must wait: Atlas A2/A3 ignore both and stall every pipe,
+// Ascend 950 honours them, and the defaults (mode 0, PIPE_S) would be wrong there.
 constexpr uint16_t FLAG_MM_READY = 0;  // + buffer (0, 1): the cube wrote a Q·Kᵀ sub-tile
 constexpr uint16_t FLAG_MM_FREE = 2;   // + buffer (0, 1): both vector cores consumed it
 constexpr uint8_t CROSS_CORE_MODE = 2;

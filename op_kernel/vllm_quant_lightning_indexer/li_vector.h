@@ -85,7 +85,7 @@ public:
         LoadKeyScales(b, kb, keys);
         for (int64_t sub = 0; sub * li::S2_SUBTILE < keys; ++sub) {
             const int64_t buf = subTile_ % 2;
-            CrossCoreWaitFlag(FLAG_MM_READY + buf);
+            CrossCoreWaitFlag<CROSS_CORE_MODE, PIPE_MTE2>(FLAG_MM_READY + buf);  // MTE2 may read it
             const int64_t n = li::Min(li::S2_SUBTILE, keys - sub * li::S2_SUBTILE);
             for (int64_t t = t0; t < t1; ++t) {
                 HeadSum(buf, t, t - t0, sub * li::S2_SUBTILE, n);
