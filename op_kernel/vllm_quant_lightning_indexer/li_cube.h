@@ -20,6 +20,8 @@ public:
     static constexpr int64_t BASE_M = 128;
     static constexpr int64_t BASE_N = 128;
     static constexpr int64_t D = li::HEAD_DIM;
+    static constexpr int64_t C0 = 32 / sizeof(QK);  // K elements of one fractal row
+    static constexpr int64_t FRACTAL = 16 * C0;     // elements of one 512-byte fractal
 
     __aicore__ inline void Init(TPipe *pipe, __gm__ QK *query, __gm__ QK *key, __gm__ int32_t *blockTable,
                                 GlobalTensor<ACC> mmWorkspace, int64_t blockSize, int64_t keyBlockStride,
@@ -105,39 +107,43 @@ private:
             p.srcDValue = D;
             p.dstNzC0Stride = li::S2_SUBTILE;
             p.dstNzNStride = 1;
-            DataCopy(k[j * (32 / sizeof(QK))], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
+            DataCopy(k[j * C0], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
             j += rows;
         }
         WaitPipe<HardEvent::MTE2_MTE1>();
     }
 
-    // C[m0.., n0..] = Q·Kᵀ of one [m x n] tile. L0A takes the Zz form (per 16-row fractal of Q, its
-    // D / c0 K-fractals in a row), L0B the Zn form (per K-fractal, the tile's n / 16 key fractals in a
-    // row); L1 holds both Nz, so A gathers with a stride and B copies runs.
+    // C[m0.., n0..] = Q·Kᵀ of one [m x n] tile; L1 holds Q and K as Nz, D in K-fractals of c0.
     __aicore__ inline void MmadTile(int64_t m0, int64_t m, int64_t n0, int64_t n, int64_t buf)
     {
-        const int64_t c0 = 32 / sizeof(QK);  // K elements of one fractal row
-        const int64_t fractal = 16 * c0;     // elements of one 512-byte fractal
-        const int64_t kFractals = D / c0;
-        const int64_t nFractals = li::CeilDiv(n, 16);
         LocalTensor<QK> a = aL0_.Get<QK>();
         LocalTensor<QK> bL0 = bL0_.Get<QK>()[(tile_ % 2) * BASE_N * D];
         LocalTensor<ACC> c = cL0_.Get<ACC>()[(tile_ % 2) * BASE_M * BASE_N];
         WaitPipe<HardEvent::M_MTE1>();  // the previous Mmad has read L0A / L0B
+#if __CCE_AICORE__ == 310
+        // Ascend 950 multiplies Nz x Zn: both are the L1 order restricted to the tile's rows.
+        LoadRows(a, qL1_.Get<QK>(), m0, m, qRowsPadded_);
+        LoadRows(bL0, kL1_.Get<QK>(), n0, n, li::S2_SUBTILE);
+#else
+        // Atlas A2/A3 multiply Zz x Zn: A per 16-row fractal with its K-fractals in a row (a strided
+        // gather from Nz), B per K-fractal with the tile's key fractals in a row (runs of Nz).
+        const int64_t kFractals = D / C0;
+        const int64_t nFractals = li::CeilDiv(n, 16);
         LoadData2DParams la;
         la.repeatTimes = kFractals;
         la.srcStride = qRowsPadded_ / 16;  // fractals between K blocks of the Nz Q in L1
         for (int64_t r = 0; r < li::CeilDiv(m, 16); ++r) {
             la.startIndex = m0 / 16 + r;
-            LoadData(a[r * kFractals * fractal], qL1_.Get<QK>(), la);
+            LoadData(a[r * kFractals * FRACTAL], qL1_.Get<QK>(), la);
         }
         LoadData2DParams lb;
         lb.repeatTimes = nFractals;
         lb.srcStride = 1;
         for (int64_t kf = 0; kf < kFractals; ++kf) {
             lb.startIndex = kf * (li::S2_SUBTILE / 16) + n0 / 16;
-            LoadData(bL0[kf * nFractals * fractal], kL1_.Get<QK>(), lb);
+            LoadData(bL0[kf * nFractals * FRACTAL], kL1_.Get<QK>(), lb);
         }
+#endif
         WaitPipe<HardEvent::MTE1_M>();
         WaitPipe<HardEvent::FIX_M>();  // the Fixpipe of two tiles ago has read this L0C buffer
         MmadParams mp;
@@ -158,6 +164,23 @@ private:
         Fixpipe<ACC, ACC, CFG_ROW_MAJOR>(mm_[dst], c, fp);
         ++tile_;
     }
+
+#if __CCE_AICORE__ == 310
+    // Rows [r0, r0 + rows) of an Nz matrix in L1 whose K-fractal columns hold l1Rows rows, all of D,
+    // into L0 in the same fractal order (mStep row fractals per K-fractal).
+    __aicore__ inline void LoadRows(LocalTensor<QK> dst, LocalTensor<QK> src, int64_t r0, int64_t rows, int64_t l1Rows)
+    {
+        LoadData2DParamsV2 p;
+        p.mStartPosition = r0 / 16;
+        p.kStartPosition = 0;
+        p.mStep = li::CeilDiv(rows, 16);
+        p.kStep = D / C0;
+        p.srcStride = l1Rows / 16;
+        p.dstStride = li::CeilDiv(rows, 16);
+        p.ifTranspose = false;
+        LoadData(dst, src, p);
+    }
+#endif
 
     GlobalTensor<QK> query_;
     GlobalTensor<QK> key_;
