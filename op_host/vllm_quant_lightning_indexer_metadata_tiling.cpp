@@ -54,10 +54,11 @@ ge::graphStatus TilingVllmQuantLightningIndexerMetadata(gert::TilingContext *ctx
                "batch_size must be 0 or len(actual_seq_lengths_key) = %ld, got %ld", batch, batchAttr);
     int64_t queryLenCount = 0;
     if (asq != nullptr) {
-        queryLenCount = asq->GetOriginShape().GetDim(0);
+        const gert::Shape &a = asq->GetOriginShape();
+        queryLenCount = a.GetDimNum() == 1 ? a.GetDim(0) : -1;
         CHECK_RULE(queryLenCount == batch || (tnd && queryLenCount == batch + 1), op,
-                   "actual_seq_lengths_query must have B = %ld%s elements, got %ld", batch, tnd ? " or B + 1" : "",
-                   queryLenCount);
+                   "actual_seq_lengths_query must be 1-D with B = %ld%s elements, got %ld", batch,
+                   tnd ? " or B + 1" : "", queryLenCount);
     } else {
         CHECK_RULE(!tnd, op, "actual_seq_lengths_query must be given for layout_query TND, got None");
     }
