@@ -4,6 +4,7 @@
 #ifndef CUSTOM_OPS_LI_CUBE_H
 #define CUSTOM_OPS_LI_CUBE_H
 
+#include "li_cube_layout.h"
 #include "li_gm.h"
 #include "li_tiling_math.h"
 
@@ -107,7 +108,7 @@ private:
             p.srcDValue = D;
             p.dstNzC0Stride = li::S2_SUBTILE;
             p.dstNzNStride = 1;
-            DataCopy(k[j * C0], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
+            DataCopy(k[li::NzOffset(j, 0, C0, li::S2_SUBTILE)], key_[li::KeyOffset(block, slot.row, keyBlockStride_, D)], p);
             j += rows;
         }
         WaitPipe<HardEvent::MTE2_MTE1>();
@@ -125,23 +126,13 @@ private:
         LoadRows(a, qL1_.Get<QK>(), m0, m, qRowsPadded_);
         LoadRows(bL0, kL1_.Get<QK>(), n0, n, li::S2_SUBTILE);
 #else
-        // Atlas A2/A3 multiply Zz x Zn: A per 16-row fractal with its K-fractals in a row (a strided
-        // gather from Nz), B per K-fractal with the tile's key fractals in a row (runs of Nz).
+        // Atlas A2/A3 multiply Zz x Zn (li_cube_layout.h, checked fractal by fractal on the CPU).
         const int64_t kFractals = D / C0;
-        const int64_t nFractals = li::CeilDiv(n, 16);
-        LoadData2DParams la;
-        la.repeatTimes = kFractals;
-        la.srcStride = qRowsPadded_ / 16;  // fractals between K blocks of the Nz Q in L1
-        for (int64_t r = 0; r < li::CeilDiv(m, 16); ++r) {
-            la.startIndex = m0 / 16 + r;
-            LoadData(a[r * kFractals * FRACTAL], qL1_.Get<QK>(), la);
+        for (int64_t r = 0; r < li::CeilDiv(m, li::FRACTAL_ROWS); ++r) {
+            Load2D(a, qL1_.Get<QK>(), li::ZzRowLoad(r, m0, kFractals, qRowsPadded_));
         }
-        LoadData2DParams lb;
-        lb.repeatTimes = nFractals;
-        lb.srcStride = 1;
         for (int64_t kf = 0; kf < kFractals; ++kf) {
-            lb.startIndex = kf * (li::S2_SUBTILE / 16) + n0 / 16;
-            LoadData(bL0[kf * nFractals * FRACTAL], kL1_.Get<QK>(), lb);
+            Load2D(bL0, kL1_.Get<QK>(), li::ZnColumnLoad(kf, n0, n, li::S2_SUBTILE));
         }
 #endif
         WaitPipe<HardEvent::MTE1_M>();
@@ -163,6 +154,15 @@ private:
         const int64_t dst = buf * li::CUBE_M * li::S2_SUBTILE + m0 * li::S2_SUBTILE + n0;
         Fixpipe<ACC, ACC, CFG_ROW_MAJOR>(mm_[dst], c, fp);
         ++tile_;
+    }
+
+    __aicore__ inline void Load2D(LocalTensor<QK> dst, LocalTensor<QK> src, const li::FractalCopy &c)
+    {
+        LoadData2DParams p;
+        p.startIndex = c.start;
+        p.repeatTimes = c.repeat;
+        p.srcStride = c.stride;
+        LoadData(dst[c.dst * FRACTAL], src, p);
     }
 
 #if __CCE_AICORE__ == 310
