@@ -138,6 +138,9 @@ ge::graphStatus CheckShapes(gert::TilingContext *ctx, Parsed &p)
     CHECK_RULE(p.keyBlockStride >= p.blockSize * li::HEAD_DIM, p.op,
                "key stride along blocks must be at least block_size * D = %ld, got %ld", p.blockSize * li::HEAD_DIM,
                p.keyBlockStride);
+    CHECK_RULE(p.keyScaleBlockStride >= p.blockSize, p.op,
+               "key_dequant_scale stride along blocks must be at least block_size = %ld, got %ld", p.blockSize,
+               p.keyScaleBlockStride);
     return ge::GRAPH_SUCCESS;
 }
 
