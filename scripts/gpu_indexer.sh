@@ -11,14 +11,14 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | t
 python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
 
 if [ "${TESTS:-1}" = 1 ]; then
-  timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -x -q -p no:cacheprovider \
+  timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -x -q -p no:cacheprovider -n 8 \
       tests/test_indexer_cuda.py tests/test_indexer.py tests/test_graph.py tests/test_metadata.py \
       -k cuda 2>&1 | tee "$OUT/pytest.log" | tail -25
   echo "pytest exit ${PIPESTATUS[0]}"
 fi
 if [ "${MEMCHECK:-1}" = 1 ]; then
   # no caching allocator: every tensor is its own allocation, so memcheck sees any overrun
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 300 compute-sanitizer --tool memcheck \
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
       --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer.py \
       -k "cuda and (corner or ties_exact or seed_example or sweep and (TND or k2048))" 2>&1 \
       | tee "$OUT/memcheck.log" | tail -6
@@ -27,5 +27,5 @@ fi
 case "$MODE" in
   profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
   quick) python3 scripts/bench_indexer.py --out "$OUT" --quick 2>&1 | tee "$OUT/bench.log" ;;
-  full) python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
+  full) timeout "${BENCH_TIMEOUT:-540}" python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
 esac

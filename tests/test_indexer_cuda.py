@@ -151,3 +151,16 @@ def test_compiled_network_equals_eager_on_cuda(mode):
         assert torch.equal(out, eager), f"step {step}"
         assert_indexer_close(out, torch.empty(0), args, kwargs)
     torch._dynamo.reset()
+
+
+def test_all_equal_scores_take_the_exact_path():
+    """Zero weights make every score 0: the sampled threshold keeps every key, so the exact radix
+    select must run, and ties go to the smaller index (SPEC §1.4)."""
+    args, kwargs = make_indexer_inputs(q_lens=[2, 1], k_lens=[20000, 9000], sparse_count=2048,
+                                       return_value=True, device="cuda")
+    args = (args[0], args[1], torch.zeros_like(args[2]), args[3], args[4])
+    idx, val = op(*args, **kwargs)
+    want = torch.arange(2048, dtype=torch.int32, device="cuda")
+    assert torch.equal(idx[0, 1, 0], want) and torch.equal(idx[1, 0, 0], want)
+    assert (val[0, 1, 0] == 0).all()
+    assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)

@@ -17,7 +17,7 @@ PREFILL_Q_BLOCK = 64
 K_BLOCK = 512  # keys per work unit: a multiple of every BLOCK_K below
 
 # Logits workspace budget per launch (SPEC §1.6): longer problems run in chunks of rows.
-WORKSPACE_BYTES = 512 << 20
+WORKSPACE_BYTES = 256 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +38,10 @@ class TopkConfig:
 
 # (dtype class, query tokens per unit class) -> config
 LOGITS = {
-    ("int8", "decode"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
-    ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
-    ("fp8", "decode"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
-    ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=2, num_warps=4, num_stages=2),
+    ("int8", "decode"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("fp8", "decode"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
 }
 
 TOPK = TopkConfig(samples=4096, block_n=2048, num_warps=8)

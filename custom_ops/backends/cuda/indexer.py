@@ -22,7 +22,7 @@ from ... import _checks, metadata as md
 from .configs import WORKSPACE_BYTES, logits_config, topk_config
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import PAD, _indexer_topk_kernel
+from .indexer_topk import PAD, _indexer_select_kernel, _indexer_unpack_kernel
 
 # Metadata tensors already checked on the host: id -> (weak reference, version checked).
 _checked: dict = {}
@@ -82,13 +82,18 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         num_warps=lc.num_warps, **common)
 
     k = p.sparse_count
-    k_pad = max(256, triton.next_power_of_2(k))  # few sort sizes: few compiled variants
-    scratch = torch.empty((rows, 2 * k_pad), dtype=torch.int64, device=dev)
-    _indexer_topk_kernel[(rows,)](
-        logits, cap, scratch, idx_out, val_out if p.return_value else idx_out, asq_arg, ask,
-        meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio, RETURN_VALUE=p.return_value,
-        K_PAD=k_pad, NS=tc.samples, BLOCK_N=tc.block_n, BLOCK_B=triton.next_power_of_2(max(p.batch, 1)),
-        PAD_KEY=PAD, num_warps=tc.num_warps, **common)
+    k_pad = max(256, triton.next_power_of_2(k))  # few sizes: few compiled variants
+    cand = torch.empty((rows, 2 * k_pad), dtype=torch.int64, device=dev)
+    _indexer_select_kernel[(rows,)](
+        logits, cap, cand, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
+        K_PAD=k_pad, NS=tc.samples, BLOCK_N=tc.block_n,
+        BLOCK_B=triton.next_power_of_2(max(p.batch, 1)), PAD_KEY=PAD, num_warps=tc.num_warps,
+        **common)
+    ordered = torch.sort(cand, dim=1, descending=True).values
+    block = min(1024, triton.next_power_of_2(k))
+    _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
+        ordered, ordered.stride(0), idx_out, val_out if p.return_value else idx_out, k,
+        RETURN_VALUE=p.return_value, BLOCK=block, PAD_KEY=PAD, num_warps=4)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):

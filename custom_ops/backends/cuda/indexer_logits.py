@@ -4,8 +4,8 @@
 
 (scales are non-negative, so both factor out of the ReLU: SPEC §1.4). A persistent grid of
 W · P programs walks the metadata's work units (b, qb, kb): worker w's contiguous run of units
-is dealt round-robin to its P programs, so more than one program per SM keeps loads in flight
-while the schedule stays the metadata's. A unit loads each [BLOCK_K, D] key tile once, through
+is cut into P contiguous shares, so more than one program per SM keeps loads in flight while the
+schedule stays the metadata's, and each share's keys of one row form one pipelined loop. A unit loads each [BLOCK_K, D] key tile once, through
 the block table, and dots it against every query token of its query block (next_n tokens in
 decode), so the key cache is read from HBM once per sequence per call. Logits beyond a token's
 visible length are never written, and phase 2 never reads them.
@@ -118,7 +118,8 @@ def _indexer_logits_kernel(
         B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
-        SINGLE: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
+        SINGLE: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
+        H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
     pid = tl.program_id(0)
     W = tl.num_programs(0) // P
@@ -138,8 +139,12 @@ def _indexer_logits_kernel(
         count = tl.load(rec + 3)
         cap = MAX_BLOCKS * PAGE
         offs_k = tl.arange(0, BLOCK_K)
+        # this program's contiguous share [lo, hi) of the worker's units: within one row they
+        # are consecutive key blocks, so the key loop below is long and software-pipelined
+        lo = sub * count // P
+        hi = (sub + 1) * count // P
         i = 0
-        while (i < count) & (b >= 0) & (b < B):
+        while (i < hi) & (b >= 0) & (b < B):
             row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
             s2 = tl.load(ask_ptr + b)
             if q_block > 0:
@@ -150,39 +155,35 @@ def _indexer_logits_kernel(
                 s_hi = s1
             keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), cap)
             units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
-            take = tl.minimum(units - kb, count - i)
-            if take > 0:
-                first = (sub - i % P + P) % P
+            run = tl.maximum(units - kb, 0)  # this row's units, from position i of the range
+            a = tl.maximum(i, lo)
+            e = tl.minimum(i + run, hi)
+            if a < e:
+                j0 = (kb + a - i) * k_block
+                j1 = tl.minimum((kb + e - i) * k_block, keys)
                 bt_row = bt_ptr + b.to(tl.int64) * stride_bt
                 if SINGLE:
-                    # one query token per unit (decode, next_n = 1): the query is loaded once per
-                    # row and the key loop is a plain loop that Triton software-pipelines
+                    # one query token per unit (decode, next_n = 1): the query is loaded once
                     row = row0.to(tl.int64)
-                    q, a = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                    for u in range(first, take, P):
-                        j0 = (kb + u) * k_block
-                        j1 = tl.minimum(j0 + k_block, keys)
-                        for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-                            j = t + offs_k
-                            k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
-                                               PAGE, NUM_BLOCKS, FP8_AS_F16, D)
-                            tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, a), mask=j < j1)
+                    q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
+                    for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+                        j = t + offs_k
+                        k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa), mask=j < j1)
                 else:
-                    for u in range(first, take, P):
-                        j0 = (kb + u) * k_block
-                        j1 = tl.minimum(j0 + k_block, keys)
-                        for t in range(j0, j1, BLOCK_K):
-                            j = t + offs_k
-                            k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
-                                               PAGE, NUM_BLOCKS, FP8_AS_F16, D)
-                            for s in range(s_lo, s_hi):
-                                vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
-                                if t < vis:
-                                    row = (row0 + s).to(tl.int64)
-                                    q, a = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                    tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, a),
-                                             mask=j < vis)
-            i += tl.maximum(take, 0)
+                    for t in range(j0, j1, BLOCK_K):
+                        j = t + offs_k
+                        k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                        for s in range(s_lo, s_hi):
+                            vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
+                            if t < vis:
+                                row = (row0 + s).to(tl.int64)
+                                q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
+                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
+                                         mask=j < vis)
+            i += run
             kb = 0
             qb += 1
             if qb >= QB:

@@ -5,11 +5,13 @@ magnitude bits flipped), and a key to the int64 (mono << 32) | (2^32-1 - index),
 order is "score descending, then index ascending": sorting packed keys gives SPEC's order exactly,
 ties included, with no atomics deciding anything.
 
-One program per row. Fast path: sort a strided sample of the row (NS scores) and take a threshold
-t0 that about 1.5·k scores reach; one pass compacts every key with mono >= t0 (prefix sums give
-the positions) into a scratch of CAP = 2·K_PAD; if k <= count <= CAP, the row's top-k is the top-k
-of that scratch, which `tl.topk` sorts in registers. Otherwise (heavy ties, adversarial rows) an
-exact radix select on 8-bit digits finds the k-th key and the same compaction keeps exactly k.
+Select (one program per row) writes a superset of the row's top-k, at most CAP = 2·K_PAD packed
+keys, padded with PAD: a strided sample of NS scores gives, by bisection on its bits, a threshold
+t0 that about 1.5·k scores reach, and one pass compacts every key with mono >= t0 in index order
+(prefix sums give the positions). If that misses [k, CAP] (heavy ties, adversarial rows), an exact
+radix select on 8-bit digits finds the k-th key and the same compaction keeps exactly k. The
+launcher then sorts the CAP keys per row with torch.sort (a shared-memory bitonic sort per row,
+much faster than a register sort of that size in Triton) and `unpack` writes the first k.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from .indexer_logits import batch_rows, visible_keys
 
 # Packed key of a -inf score: below every finite score; reads back as index -1.
 PAD = -2139095041 << 32
-INT32_MIN = -2147483648
+INT32_MIN = tl.constexpr(-2147483648)
 
 
 @triton.jit
@@ -107,15 +109,32 @@ def _exact_select(row_ptr, n, K, dst_ptr, CAP, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _indexer_topk_kernel(
+def _sample_threshold(row_ptr, n, K, NS: tl.constexpr):
+    """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it."""
+    stride = tl.cdiv(n, NS)
+    si = tl.arange(0, NS)
+    sm = si * stride < n
+    # unsigned order as int64 in [0, 2^32): bisect one bit at a time, most significant first
+    u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
+    u = tl.where(sm, u, -1)
+    need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
+    best = tl.zeros([], dtype=tl.int64)
+    for bit in tl.static_range(31, -1, -1):
+        cand = best + (1 << bit)
+        if tl.sum((u >= cand).to(tl.int32), 0) >= need:
+            best = cand
+    return (best - 2147483648).to(tl.int32)
+
+
+@triton.jit
+def _indexer_select_kernel(
         logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
-        scratch_ptr,  # int64 [R, 2 * K_PAD]
-        idx_ptr, val_ptr,  # int32 / fp32 [R, K] outputs
+        cand_ptr,  # int64 [R, 2 * K_PAD]: packed candidates of each row, PAD-filled
         asq_ptr, ask_ptr, md_ptr, err_ptr,
         B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
-        LEADING_ZERO: tl.constexpr, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr,
-        NS: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):
+        LEADING_ZERO: tl.constexpr, K_PAD: tl.constexpr, NS: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):
     r = tl.program_id(0)
     r64 = r.to(tl.int64)
     # Which batch and token this row is (SPEC §1.2), and how many keys it sees (§1.3).
@@ -139,29 +158,32 @@ def _indexer_topk_kernel(
     n = tl.where(live, tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), CAP_KEYS), 0)
 
     row_ptr = logits_ptr + r64 * stride_l
-    dst = scratch_ptr + r64 * (2 * K_PAD)
+    dst = cand_ptr + r64 * (2 * K_PAD)
     CAP: tl.constexpr = 2 * K_PAD
     if n <= K:
         cnt = _compact(row_ptr, n, dst, CAP, INT32_MIN, 0, 0, 0, False, BLOCK_N)
     else:
-        stride = tl.cdiv(n, NS)
-        si = tl.arange(0, NS)
-        sm = si * stride < n
-        sample = tl.where(sm, _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)), INT32_MIN)
-        sample = tl.sort(sample, descending=True)
-        rank = tl.minimum(tl.cdiv(3 * K, 2 * stride), NS) - 1
-        t0 = tl.sum(tl.where(si == rank, sample, 0), 0)
+        t0 = _sample_threshold(row_ptr, n, K, NS)
         cnt = _compact(row_ptr, n, dst, CAP, t0, 0, 0, 0, False, BLOCK_N)
         if (cnt < K) | (cnt > CAP):
             cnt = _exact_select(row_ptr, n, K, dst, CAP, BLOCK_N)
-    offs = tl.arange(0, CAP)
-    packed = tl.load(dst + offs, mask=offs < cnt, other=PAD_KEY)
-    packed = tl.topk(packed, K_PAD)
-    offs = tl.arange(0, K_PAD)
+    offs = cnt + tl.arange(0, CAP)
+    tl.store(dst + offs, tl.full([CAP], PAD_KEY, tl.int64), mask=offs < CAP)
+
+
+@triton.jit
+def _indexer_unpack_kernel(
+        sorted_ptr, stride_s,  # int64 [R, >= K]: each row's packed keys, descending
+        idx_ptr, val_ptr,  # int32 / fp32 [R, K]
+        K, RETURN_VALUE: tl.constexpr, BLOCK: tl.constexpr, PAD_KEY: tl.constexpr):
+    r64 = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < K
+    packed = tl.load(sorted_ptr + r64 * stride_s + offs, mask=m, other=PAD_KEY)
     keep = packed > PAD_KEY
     idx = (4294967295 - (packed & 4294967295)).to(tl.int32)
-    tl.store(idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=offs < K)
+    tl.store(idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=m)
     if RETURN_VALUE:
         mono = (packed >> 32).to(tl.int32)
         val = tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
-        tl.store(val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=offs < K)
+        tl.store(val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=m)
