@@ -44,7 +44,7 @@ LOGITS = {
     ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
 }
 
-TOPK = TopkConfig(samples=4096, block_n=8192, num_warps=16)
+TOPK = TopkConfig(samples=4096, block_n=2048, num_warps=8)
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:

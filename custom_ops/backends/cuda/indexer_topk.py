@@ -44,7 +44,7 @@ def _compact(row_ptr, n, dst_ptr, CAP, t_mono, prefix, shift, k_rem, EXACT: tl.c
     keys whose u >> shift is above `prefix`, and the first k_rem equal to it (ties to smaller index)."""
     written = 0
     ties = 0
-    for i0 in tl.range(0, n, BLOCK_N, num_stages=3):  # loads run ahead of the prefix sums
+    for i0 in range(0, n, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
         valid = i < n
         mono = _mono(tl.load(row_ptr + i, mask=valid, other=0.0))
