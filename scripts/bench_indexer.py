@@ -264,8 +264,8 @@ def plot(results, bw, path):
     fig, axes = plt.subplots(1, 2, figsize=(13, 5))
     for ax, dtype in zip(axes, ("int8", "fp8")):
         for batch, color in zip((1, 8, 64), ("tab:blue", "tab:orange", "tab:green")):
-            rows = [r for r in results if r.get("dtype") == dtype and r["batch"] == batch
-                    and r["next_n"] == 1 and r["layout"] == "BSND"]
+            rows = sorted((r for r in results if r.get("dtype") == dtype and r["batch"] == batch
+                           and r["next_n"] == 1 and r["layout"] == "BSND"), key=lambda r: r["ctx"])
             if not rows:
                 continue
             ctx = [r["ctx"] for r in rows]
