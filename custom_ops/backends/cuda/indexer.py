@@ -125,10 +125,10 @@ def npu_vllm_quant_lightning_indexer(
         layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
         sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
         cmp_ratio=cmp_ratio, return_value=return_value)
-    workers = num_workers(query.device)
-    return indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
-                   actual_seq_lengths_query, actual_seq_lengths_key, block_table, metadata,
-                   p=p, workers=workers)
+    with torch.cuda.device(query.device):  # Triton launches on the current device
+        return indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                       actual_seq_lengths_query, actual_seq_lengths_key, block_table, metadata,
+                       p=p, workers=num_workers(query.device))
 
 
 def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,

@@ -142,7 +142,8 @@ def npu_vllm_quant_lightning_indexer_metadata(
         sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
         next_tokens=next_tokens, cmp_ratio=cmp_ratio, device=device)
     dev = actual_seq_lengths_key.device
-    return indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, batch=batch,
-                            max_seqlen_q=max_seqlen_q, layout_query=layout_query,
-                            sparse_count=sparse_count, sparse_mode=sparse_mode,
-                            cmp_ratio=cmp_ratio, workers=num_workers(dev))
+    with torch.cuda.device(dev):  # Triton launches on the current device
+        return indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, batch=batch,
+                                max_seqlen_q=max_seqlen_q, layout_query=layout_query,
+                                sparse_count=sparse_count, sparse_mode=sparse_mode,
+                                cmp_ratio=cmp_ratio, workers=num_workers(dev))
