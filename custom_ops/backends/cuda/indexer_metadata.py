@@ -26,7 +26,8 @@ def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
     qb = rows % QB
     if TND:
         if LEADING_ZERO:
-            s1 = tl.load(asq_ptr + b + 1, mask=in_range, other=0) - tl.load(asq_ptr + b, mask=in_range, other=0)
+            s1 = tl.load(asq_ptr + b + 1, mask=in_range, other=0) - \
+                tl.load(asq_ptr + b, mask=in_range, other=0)
         else:
             s1 = tl.load(asq_ptr + b, mask=in_range, other=0) - \
                 tl.load(asq_ptr + b - 1, mask=in_range & (b > 0), other=0)
