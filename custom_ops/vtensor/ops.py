@@ -1,4 +1,4 @@
-"""CPU and CUDA implementations of the three vtensor ops (schemas in custom_ops/_schemas.py).
+"""Implementations of the three vtensor ops: CPU, CUDA, and the functional two on the NPU.
 
 The functional ops are device-agnostic torch code over the cache views of ``cache.py``: the
 device only matters to the driver below them. The in-place op is one Triton launch on CUDA
@@ -9,6 +9,7 @@ import weakref
 
 import torch
 
+from ..backends import npu as _npu_backend
 from .cache import VirtualCache, default_capacity, lookup, output_layout
 from .memory import device_memory
 
@@ -179,7 +180,11 @@ def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Te
 
 
 _lib = torch.library.Library("custom", "IMPL")  # noqa: TOR901 - implementations of fragments
-for _name, _fn in (("vtensor_reserve_one_token", vtensor_reserve_one_token),
-                   ("vtensor_append", vtensor_append), ("vtensor_append_", vtensor_append_)):
-    for _key in ("CPU", "CUDA"):
+# On an NPU the functional ops run this same code over the ACL driver; vtensor_append_ there is
+# the AscendC kernel that the torch_npu extension registers.
+_NPU = ("PrivateUse1",) if _npu_backend.REGISTERED else ()
+for _name, _fn, _keys in (("vtensor_reserve_one_token", vtensor_reserve_one_token, _NPU),
+                          ("vtensor_append", vtensor_append, _NPU),
+                          ("vtensor_append_", vtensor_append_, ())):
+    for _key in ("CPU", "CUDA") + _keys:
         _lib.impl(_name, _fn, _key)

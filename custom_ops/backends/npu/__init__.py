@@ -35,5 +35,6 @@ def _register() -> None:
         from . import converters  # noqa: F401  (registration side effects)
 
 
-if _torch_npu_imports():
+REGISTERED = _torch_npu_imports()
+if REGISTERED:
     _register()
