@@ -4,11 +4,15 @@ torch schema (custom_ops/_schemas.py) -> torchair graph node (backends/npu/graph
 AscendC op definition (op_host/<op>_def.cpp) and its msopgen seed (op_host/custom_ops_npu.json)
 -> aclnn call of the binding (custom_ops/csrc/npu/<op>.cpp). aclnn<Op>GetWorkspaceSize takes the
 op's inputs, then its attributes, then its outputs, in definition order, so the binding's
-argument list is checked against the definition too. The kernels themselves need an NPU: the
-last test runs only there.
+argument list is checked against the definition too. converters.py is run on stand-ins for the
+few torchair names it uses, to check what it hands torchair. The kernels themselves need an NPU:
+the last test runs only there.
 """
+import importlib.util
 import json
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -24,21 +28,36 @@ OPS = {  # torch op -> (AscendC op type, file stem)
                                                   "vllm_quant_lightning_indexer_metadata"),
     "vtensor_append_": ("VtensorAppend", "vtensor_append"),
 }
-GRAPH_OPS = ["npu_vllm_quant_lightning_indexer", "npu_vllm_quant_lightning_indexer_metadata"]
+GRAPH_OPS = list(OPS)
 
 
 def _unique(seq):
     return list(dict.fromkeys(seq))
 
 
-def op_definition(stem):
-    """(inputs, attrs, outputs) of op_host/<stem>_def.cpp, in definition order."""
+def _definition_text(stem):
     text = (ROOT / "op_host" / f"{stem}_def.cpp").read_text()
     shared = (ROOT / "op_host" / "li_op_def.h").read_text()
     selection = re.search(r"void AddSelectionAttrs\(OpDef &def\)\s*\{(.*?)\n\}", shared, re.S).group(1)
-    text = text.replace("AddSelectionAttrs(*this);", selection)
+    return text.replace("AddSelectionAttrs(*this);", selection)
+
+
+def op_definition(stem):
+    """(inputs, attrs, outputs) of op_host/<stem>_def.cpp, in definition order."""
+    text = _definition_text(stem)
     grab = lambda kind: _unique(re.findall(rf'\b{kind}\("(\w+)"\)', text))  # noqa: E731
     return grab("Input"), grab("Attr"), grab("Output")
+
+
+DEF_KINDS = {"Int": "Int", "String": "Str", "Bool": "Bool"}  # OpDef attr type -> torchair ge.attr
+
+
+def definition_attrs(stem):
+    """{attr: (torchair kind, default or None if required)} of op_host/<stem>_def.cpp."""
+    found = re.findall(r'Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(([^)]*)\)', _definition_text(stem))
+    parse = {"Int": int, "String": lambda v: v.strip('"'), "Bool": lambda v: v == "true"}
+    return {name: (DEF_KINDS[kind], parse[kind](value) if presence == "OPTIONAL" else None)
+            for name, presence, kind, value in found}
 
 
 def schema_args(op):
@@ -83,6 +102,31 @@ def test_graph_node_carries_every_input_and_attr_of_the_definition(op):
             assert node.attrs[name][1] == value, name
 
 
+@pytest.mark.parametrize("op", GRAPH_OPS)
+def test_graph_node_attr_kinds_and_binding_defaults_follow_definition(op):
+    """Kinds as the op declares them; attributes the torch call does not carry (view strides, core
+    count) keep the definition's default, which means "dense" / "the platform's"."""
+    stem = OPS[op][1]
+    declared = definition_attrs(stem)
+    assert list(declared) == op_definition(stem)[1]
+    schema = set(schema_args(op))
+    node = getattr(graph_nodes, op)(**{n: 0 for n in schema if n != "device"})
+    for name, (kind, value) in node.attrs.items():
+        assert kind == declared[name][0], name
+        if name not in schema:
+            assert value == declared[name][1], name
+
+
+@pytest.mark.parametrize("op", GRAPH_OPS)
+def test_graph_node_outputs_every_modified_input_under_its_name(op):
+    """torchair takes a mutated argument's new value from the GE output of the same name."""
+    schema = getattr(torch.ops.custom, op).default._schema
+    modified = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    node = getattr(graph_nodes, op)(**{a.name: f"<{a.name}>" for a in schema.arguments if a.name != "device"})
+    assert [o for o in node.outputs if o in node.inputs] == modified
+    assert len(node.outputs) == len(modified) + len(schema.returns)
+
+
 def test_graph_node_attr_kinds_follow_schema_types():
     kinds = {"int": "Int", "str": "Str", "bool": "Bool"}
     for op in GRAPH_OPS:
@@ -91,6 +135,39 @@ def test_graph_node_attr_kinds_follow_schema_types():
         for name, (kind, _) in node.attrs.items():
             if name in schema:
                 assert kind == kinds[schema[name]], name
+
+
+def _converters_on_stand_ins(monkeypatch):
+    """Run converters.py against stand-ins for the torchair names it uses (torchair is not installed
+    here); returns {torch op: converter} and the list of custom_op calls."""
+    registered, calls = {}, []
+    fx2ge = types.ModuleType("torchair._ge_concrete_graph.fx2ge_converter")
+    fx2ge.register_fx_node_ge_converter = lambda target: lambda fn: registered.setdefault(target, fn)
+    ge = types.ModuleType("torchair.ge")
+    ge.attr = types.SimpleNamespace(Int=lambda v: ("Int", v), Str=lambda v: ("Str", v), Bool=lambda v: ("Bool", v))
+    ge.custom_op = lambda op_type, **kw: calls.append((op_type, kw)) or f"<{op_type} outputs>"
+    torchair = types.ModuleType("torchair")
+    torchair.ge = ge
+    for name, module in {"torch_npu": types.ModuleType("torch_npu"), "torchair": torchair, "torchair.ge": ge,
+                         "torchair._ge_concrete_graph": types.ModuleType("torchair._ge_concrete_graph"),
+                         "torchair._ge_concrete_graph.fx2ge_converter": fx2ge}.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    spec = importlib.util.spec_from_file_location("custom_ops.backends.npu.converters",
+                                                  ROOT / "custom_ops" / "backends" / "npu" / "converters.py")
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    return registered, calls
+
+
+def test_vtensor_append_converter_as_torchair_calls_it(monkeypatch):
+    """torchair's auto_functionalized_v2 handling calls the in-place op's converter by keyword,
+    without meta_outputs, and reads the new cache from the last op's output named "cache": the
+    converter adds that one VtensorAppend node and, like the schema, returns nothing."""
+    registered, calls = _converters_on_stand_ins(monkeypatch)
+    convert = registered[torch.ops.custom.vtensor_append_.default]
+    args = {"cache": "<cache>", "states": "<states>", "positions": "<positions>"}
+    assert convert(**args) is None
+    node = graph_nodes.vtensor_append_(**args)
+    assert calls == [("VtensorAppend", {"inputs": node.inputs, "attrs": node.attrs, "outputs": ["cache"]})]
 
 
 ACLNN_NAMES = {"lq_attr": "layout_query", "lk_attr": "layout_key", "rows": "states"}

@@ -1,5 +1,5 @@
-"""torchair converters: torch.compile(backend=torchair) turns the two indexer ops into their
-AscendC ops in the GE graph. Imported only where torch_npu and torchair import.
+"""torchair converters: torch.compile(backend=torchair) turns the two indexer ops and the KV
+append into their AscendC ops in the GE graph. Imported only where torch_npu and torchair import.
 """
 import torch
 import torch_npu  # noqa: F401  (torch.npu)
@@ -33,3 +33,15 @@ def convert_npu_vllm_quant_lightning_indexer(*args, meta_outputs=None, **kwargs)
 def convert_npu_vllm_quant_lightning_indexer_metadata(*, meta_outputs=None, **kwargs):
     return _emit(graph_nodes.npu_vllm_quant_lightning_indexer_metadata(
         aic_core_num=_stream_cube_cores(), **kwargs))
+
+
+# torchair's convention for an op with a `Tensor(a!)` argument (Ascend/torchair,
+# python/torchair/_ge_concrete_graph/auto_functionalized_v2.py, and the in-place sample of
+# docs/zh/custom_op_graph/in_place_op_cases.md): functionalization wraps the call in
+# auto_functionalized_v2; torchair hands this converter a copy of the cache (TensorMove), by
+# keyword, then takes the updated cache from the output of the graph's last op whose name is the
+# modified input's ("cache", VtensorAppend's ref output) and lets GE remove the copy. So the
+# converter adds exactly that one op, and returns what the schema returns: nothing.
+@register_fx_node_ge_converter(torch.ops.custom.vtensor_append_.default)
+def convert_vtensor_append_(cache, states, positions, meta_outputs=None):
+    _emit(graph_nodes.vtensor_append_(cache, states, positions))

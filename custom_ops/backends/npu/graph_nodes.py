@@ -4,7 +4,9 @@ Each function maps one op call, with the torch schema's arguments, to the Ascend
 op_host/<op>_def.cpp: its type, its inputs by name in definition order (None for an absent
 optional input), its attributes as (kind, value) in definition order, and its outputs. The
 converters (converters.py) only wrap these in `torchair.ge.custom_op`; the CPU tests check them
-against the op definitions and the schemas.
+against the op definitions and the schemas. An in-place op's node has an output named like
+each input it modifies: that is how the op definition declares the modification, and how torchair
+finds the updated tensor (converters.py).
 """
 from __future__ import annotations
 
@@ -73,3 +75,11 @@ def npu_vllm_quant_lightning_indexer_metadata(
                                   next_tokens, cmp_ratio))
     attrs["aic_core_num"] = ("Int", aic_core_num)
     return GraphNode("VllmQuantLightningIndexerMetadata", inputs, attrs, ("metadata",))
+
+
+def vtensor_append_(cache, states, positions) -> GraphNode:
+    """VtensorAppend, in place: output "cache" is input "cache". The view strides are 0 because GE
+    tensors are dense and the tiling reads 0 as the dense stride of that axis."""
+    inputs = {"cache": cache, "states": states, "positions": positions}
+    attrs = {"cache_stride_b": ("Int", 0), "cache_stride_s": ("Int", 0)}
+    return GraphNode("VtensorAppend", inputs, attrs, ("cache",))
