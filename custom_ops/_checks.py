@@ -111,9 +111,11 @@ def check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, *
     if d != HEAD_DIM:
         _fail("key", f"D={d}", f"must have the query's D = {HEAD_DIM}")
     if block_size % 16 or not 16 <= block_size <= MAX_BLOCK_SIZE:
-        _fail("key", f"block_size={block_size}", f"must have a block_size that is a multiple of 16 in [16, {MAX_BLOCK_SIZE}]")
+        _fail("key", f"block_size={block_size}",
+              f"must have a block_size that is a multiple of 16 in [16, {MAX_BLOCK_SIZE}]")
     if key.stride()[1:] != (n2 * d, d, 1):
-        _fail("key", f"strides {key.stride()}", "must be contiguous inside a block (only the block axis may be strided)")
+        _fail("key", f"strides {key.stride()}",
+              "must be contiguous inside a block (only the block axis may be strided)")
     _check_shape("weights", weights, query.shape[:-1])
     _check_shape("query_dequant_scale", query_dequant_scale, query.shape[:-1])
     _check_shape("key_dequant_scale", key_dequant_scale, key.shape[:-1])
