@@ -85,6 +85,19 @@ def test_plain_cache_is_copied_once_then_never(device, layout):
     assert torch.equal(cache, reference)
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_empty_plain_cache_starts_a_virtual_one(device, batch):
+    """torch gives an empty contiguous [B, 0, H, D] stride(0) = H*D: not a virtual region."""
+    plain = torch.zeros(batch, 0, 2, 16, device=device)
+    states = _tokens(device, batch=batch, steps=3)
+    cache = append(plain, states)
+    assert torch.equal(cache, states) and vtensor.memory_stats(device)["mapped_bytes"] > 0
+    pointer = cache.data_ptr()
+    more = _tokens(device, batch=batch)
+    cache = append(cache, more)
+    assert cache.data_ptr() == pointer and torch.equal(cache, torch.cat([states, more], 1))
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_layout_strides(device, layout):
     cache = append(_empty(device, layout, batch=4, heads=2, head_dim=8),

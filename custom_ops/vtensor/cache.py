@@ -208,7 +208,8 @@ def output_layout(cache: torch.Tensor, new_length: int) -> tuple[str, int | None
     stride = tuple(cache.stride())
     if batch > 1 and stride == (hd, batch * hd, head_dim, 1):
         return "sequence_major", None
-    if stride[1:] == (hd, head_dim, 1) and stride[0] > length * hd:
+    # max(length, 1): torch gives an empty contiguous tensor stride(0) = H * D, not a region
+    if stride[1:] == (hd, head_dim, 1) and stride[0] > max(length, 1) * hd:
         return "per_sequence", stride[0]
     layout = DEFAULTS["layout"] if batch > 1 else "per_sequence"
     if layout == "sequence_major":
