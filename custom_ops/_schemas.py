@@ -28,7 +28,7 @@ SCHEMAS = {
         "Tensor? actual_seq_lengths_query, Tensor? actual_seq_lengths_key, "
         "int num_heads_q, int num_heads_k, int head_dim, "
         "int query_quant_mode=0, int key_quant_mode=0, "
-        "int batch_size=0, int max_seqlen_q=0, int max_seqlen_k=0, "
+        "SymInt batch_size=0, SymInt max_seqlen_q=0, SymInt max_seqlen_k=0, "
         'str layout_query="BSND", str layout_key="PA_BSND", '
         "int sparse_count=2048, int sparse_mode=3, "
         f"int pre_tokens={_INT64_MAX}, int next_tokens={_INT64_MAX}, "
