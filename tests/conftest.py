@@ -22,6 +22,12 @@ DEVICES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _seeded():
+    """Tests that draw from torch's global generator see the same values alone or in a suite."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param

@@ -21,8 +21,3 @@ def test_packed_order_is_score_descending_then_index_ascending(pairs):
     assert [(float(scores[k]), int(index[k])) for k in order] == \
         [(float(scores[k]), int(index[k])) for k in want]
 
-
-def test_negative_zero_is_canonicalised_before_packing():
-    scores = torch.tensor([-0.0, 0.0]) + 0.0
-    packed = pack_scores(scores, torch.tensor([1, 0]))
-    assert packed[1] > packed[0]  # equal scores: the smaller index sorts first

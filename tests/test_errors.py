@@ -64,6 +64,20 @@ INDEXER_RULES = {
     "block-table-dtype": (_kw("block_table", lambda kw: kw["block_table"].long()), TypeError, ["block_table"]),
     "block-table-entry": (_kw("block_table", lambda kw: kw["block_table"] + 1000), ValueError,
                           ["block_table", "entry"]),
+    "qscale-shape": (_set(QS, lambda t: t[:, :1]), ValueError, ["query_dequant_scale", "shape"]),
+    "key-rank": (_set(K, lambda t: t[:, :, 0]), ValueError, ["key", "[num_blocks, block_size, N2, D]"]),
+    "key-dim": (_set(K, lambda t: t[..., :64].contiguous()), ValueError, ["key", "D=64"]),
+    "key-block-size-big": (_set(K, lambda t: t.repeat(1, 128, 1, 1)), ValueError, ["key", "block_size=2048"]),
+    "key-block-size-24": (_set(K, lambda t: t.repeat(1, 2, 1, 1)[:, :24]), ValueError, ["key", "block_size=24"]),
+    "kscale-inner-stride": (_set(KS, lambda t: torch.cat([t, t], -1)[..., :1]), ValueError,
+                            ["key_dequant_scale", "strides"]),
+    "block-table-batch": (_kw("block_table", lambda kw: kw["block_table"][:1]), ValueError, ["block_table", "B=2"]),
+    "block-table-negative": (_kw("block_table", lambda kw: kw["block_table"] - 1000), ValueError,
+                             ["block_table", "entry"]),
+    "query-lengths-negative": (_kw("actual_seq_lengths_query", lambda kw: -kw["actual_seq_lengths_query"]),
+                               ValueError, ["actual_seq_lengths_query", "non-negative"]),
+    "query-lengths-size": (_kw("actual_seq_lengths_query", lambda kw: kw["actual_seq_lengths_query"][:1]),
+                           ValueError, ["actual_seq_lengths_query", "elements"]),
     "metadata-shape": (_kw("metadata", torch.zeros(16, dtype=torch.int32)), ValueError, ["metadata", "[1024]"]),
     "metadata-format": (_kw("metadata", torch.zeros(1024, dtype=torch.int32)), ValueError,
                         ["metadata", "format"]),
@@ -93,6 +107,12 @@ TND_RULES = {
     "tnd-past-t": (_kw("actual_seq_lengths_query", lambda kw: kw["actual_seq_lengths_query"] + 100),
                    ["actual_seq_lengths_query", "T ="]),
     "tnd-query-rank": (_set(Q, lambda t: t[None]), ["query", "[T, N1, D]"]),
+    "tnd-b-plus-one-not-from-zero": (
+        _kw("actual_seq_lengths_query", lambda kw: torch.cat([kw["actual_seq_lengths_query"][:1],
+                                                               kw["actual_seq_lengths_query"]])),
+        ["actual_seq_lengths_query", "start at 0"]),
+    "tnd-query-lengths-size": (_kw("actual_seq_lengths_query", lambda kw: kw["actual_seq_lengths_query"][:1]),
+                               ["actual_seq_lengths_query", "elements"]),
 }
 
 
@@ -126,6 +146,21 @@ def test_metadata_of_another_mode_is_rejected():
         op(*args, metadata=meta, **kwargs)
 
 
+@pytest.mark.parametrize("change,words", [
+    (dict(cmp_ratio=4), "cmp_ratio 4"),
+    (dict(layout_query="TND", actual_seq_lengths_query=torch.tensor([3, 5], dtype=torch.int32)), "layout_query 1"),
+    (dict(actual_seq_lengths_key=torch.tensor([100], dtype=torch.int32),
+          actual_seq_lengths_query=torch.tensor([3], dtype=torch.int32)), "batch size 1"),
+], ids=["cmp-ratio", "layout", "batch"])
+def test_metadata_of_another_call_is_rejected(change, words):
+    args, kwargs = _inputs()
+    meta = meta_op(**{**dict(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+                             actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64,
+                             num_heads_k=1, head_dim=128, max_seqlen_q=3, device="cpu"), **change})
+    with pytest.raises(ValueError, match=words):
+        op(*args, metadata=meta, **kwargs)
+
+
 def _meta_kwargs():
     return dict(actual_seq_lengths_query=torch.tensor([2, 3], dtype=torch.int32),
                 actual_seq_lengths_key=torch.tensor([90, 40], dtype=torch.int32),
@@ -147,6 +182,8 @@ METADATA_RULES = {
                            ValueError, ["actual_seq_lengths_query", "elements"]),
     "tnd-needs-query-lengths": (dict(layout_query="TND", actual_seq_lengths_query=None), ValueError,
                                 ["actual_seq_lengths_query", "TND"]),
+    "bsnd-needs-max-seqlen-q": (dict(actual_seq_lengths_query=None, max_seqlen_q=0), ValueError,
+                                ["max_seqlen_q", "> 0"]),
     "unknown-device": (dict(device="npu:0"), ValueError, ["device", "npu"]),
     "wrong-device": (dict(device="meta"), ValueError, ["must be on device"]),
 }

@@ -65,6 +65,18 @@ def test_rejects_a_wrong_value(case):
     _reject(case, change)
 
 
+def test_rejects_a_finite_value_in_padding(case):
+    def change(idx, val):  # batch 1 row 1 sees 40 keys: slot 45 is padding
+        val[1, 1, 0, 45] = 0.0
+    _reject(case, change)
+
+
+def test_rejects_a_finite_value_in_a_padding_row(case):
+    def change(idx, val):
+        val[1, 3, 0, 0] = 0.0
+    _reject(case, change)
+
+
 def test_rejects_written_padding_rows(case):
     def change(idx, val):  # batch 1 has 2 of S1 = 4 query tokens: rows 2, 3 are padding
         idx[1, 3, 0, 0] = 0

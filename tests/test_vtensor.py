@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import custom_ops
 from custom_ops import vtensor
 
 append = torch.ops.custom.vtensor_append
@@ -318,4 +317,3 @@ def test_cpu_use_never_loads_accelerator_drivers():
     append(_empty("cpu"), _tokens("cpu"))
     assert "custom_ops.vtensor.cuda_driver" not in sys.modules or torch.cuda.is_available()
     assert "custom_ops.vtensor.npu_driver" not in sys.modules
-    assert custom_ops.vtensor.memory_stats("cpu")["reservations"] >= 0
