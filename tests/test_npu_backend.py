@@ -84,12 +84,23 @@ def test_msopgen_seed_matches_definition(op):
     assert [d["name"] for d in entry["output_desc"]] == outputs
 
 
+def _not_the_default(arg):
+    """A value the graph node cannot produce by falling back on the schema's default."""
+    if not arg.has_default_value() or arg.default_value is None:
+        return f"<{arg.name}>"
+    default = arg.default_value
+    if isinstance(default, bool):
+        return not default
+    if isinstance(default, int):
+        return default - 5 if default > 2**62 else default + 5
+    return f"{default}-not-default"
+
+
 @pytest.mark.parametrize("op", GRAPH_OPS)
 def test_graph_node_carries_every_input_and_attr_of_the_definition(op):
     op_type, stem = OPS[op]
     inputs, attrs, outputs = op_definition(stem)
-    args = {a.name: (a.default_value if a.has_default_value() else f"<{a.name}>")
-            for a in getattr(torch.ops.custom, op).default._schema.arguments}
+    args = {a.name: _not_the_default(a) for a in getattr(torch.ops.custom, op).default._schema.arguments}
     node = getattr(graph_nodes, op)(**args)
     assert node.op_type == op_type
     assert list(node.inputs) == inputs
@@ -168,6 +179,22 @@ def test_vtensor_append_converter_as_torchair_calls_it(monkeypatch):
     assert convert(**args) is None
     node = graph_nodes.vtensor_append_(**args)
     assert calls == [("VtensorAppend", {"inputs": node.inputs, "attrs": node.attrs, "outputs": ["cache"]})]
+
+
+@pytest.mark.parametrize("op", ["npu_vllm_quant_lightning_indexer", "npu_vllm_quant_lightning_indexer_metadata"])
+def test_indexer_converters_emit_their_graph_node(monkeypatch, op):
+    """Each converter hands torchair exactly its graph node: every schema argument, none defaulted."""
+    monkeypatch.setattr(torch, "npu", types.SimpleNamespace(
+        get_stream_limit=lambda stream: {"cube_core_num": 20}, current_stream=lambda: None), raising=False)
+    registered, calls = _converters_on_stand_ins(monkeypatch)
+    schema = getattr(torch.ops.custom, op).default._schema
+    args = {a.name: _not_the_default(a) for a in schema.arguments}
+    positional = [args.pop(a.name) for a in schema.arguments if not a.kwarg_only]
+    registered[getattr(torch.ops.custom, op).default](*positional, meta_outputs=None, **args)
+    extra = {"aic_core_num": 20} if op.endswith("metadata") else {}
+    node = getattr(graph_nodes, op)(*positional, **args, **extra)
+    assert calls == [(node.op_type, {"inputs": node.inputs, "attrs": node.attrs,
+                                     "outputs": list(node.outputs)})]
 
 
 ACLNN_NAMES = {"lq_attr": "layout_query", "lk_attr": "layout_key", "rows": "states"}

@@ -8,6 +8,7 @@ import torch
 
 from custom_ops import metadata
 from custom_ops.backends.npu import host
+from schedule_oracle import walk
 
 try:
     host.load()
@@ -71,6 +72,10 @@ def test_npu_split_enumerates_the_same_units_as_metadata_compute(case):
     assert (got.q_block, got.k_block, got.q_blocks) == (want.q_block, want.k_block, want.q_blocks)
     assert sum(r[3] for r in got.workers) == got.total_units
     assert npu.metadata[:metadata.HEADER_LEN].tolist() == ref[:metadata.HEADER_LEN].tolist()
+    # the workers' runs, walked as the kernel walks them, are the enumeration in order
+    q_lens, k_lens, layout, cmp_ratio, sparse_mode = case
+    order, runs = walk(got, q_lens, k_lens, layout, sparse_mode, cmp_ratio, max(q_lens))
+    assert [u for run in runs for u in run] == order
 
 
 @pytest.mark.parametrize("s2", [0, 1, 2047, 2048, 2049, 131072])
