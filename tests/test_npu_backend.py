@@ -4,8 +4,8 @@ torch schema (custom_ops/_schemas.py) -> torchair graph node (backends/npu/graph
 AscendC op definition (op_host/<op>_def.cpp) and its msopgen seed (op_host/custom_ops_npu.json)
 -> aclnn call of the binding (custom_ops/csrc/npu/<op>.cpp). aclnn<Op>GetWorkspaceSize takes the
 op's inputs, then its attributes, then its outputs, in definition order, so the binding's
-argument list is checked against the definition too. converters.py is run on stand-ins for the
-few torchair names it uses, to check what it hands torchair. The kernels themselves need an NPU:
+argument list is checked against the definition too. Each converter of converters.py is run on
+stand-ins for the few torchair names it uses, to check what it hands torchair. The kernels need an NPU:
 the last test runs only there.
 """
 import importlib.util

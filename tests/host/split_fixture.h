@@ -1,4 +1,6 @@
-// Builds split inputs and an independent, unit-by-unit model of the split for the tests.
+// Builds split inputs and a unit-by-unit model of the split for the tests. The model shares only
+// the mask helpers (li::QueryLen, li::VisibleKeys) with the code under test; those are checked
+// key by key against a brute-force count in test_li_mask.cpp.
 #ifndef CUSTOM_OPS_TESTS_HOST_SPLIT_FIXTURE_H
 #define CUSTOM_OPS_TESTS_HOST_SPLIT_FIXTURE_H
 

@@ -38,7 +38,6 @@ TEST(every_shared_row_has_exactly_one_merger_random)
     for (int i = 0; i < 300; ++i) {
         const Problem pr = RandomProblem(rng);
         const Meta meta = Split(pr);
-        const UnitModel m = Model(pr);
         // Count, per row, how many workers hold a piece of it and how many merge it.
         std::vector<int> holders(pr.p.q.batch * li::QBlockCount(pr.p), 0);
         std::vector<int> mergers(holders.size(), 0);
@@ -69,6 +68,5 @@ TEST(every_shared_row_has_exactly_one_merger_random)
             CHECK_MSG(mergers[r] == (holders[r] > 1 ? 1 : 0),
                       "case " + std::to_string(i) + " row " + std::to_string(r));
         }
-        (void)m;
     }
 }
