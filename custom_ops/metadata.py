@@ -171,3 +171,19 @@ def decode(metadata: torch.Tensor) -> Schedule:
     return Schedule(m[F_BACKEND], w, m[F_QBLOCK], m[F_KBLOCK], m[F_BATCH], m[F_UNITS],
                     m[F_QBLOCKS], m[F_SPARSE_COUNT], m[F_SPARSE_MODE], m[F_CMP_RATIO],
                     m[F_LAYOUT], recs)
+
+
+def check_matches(sched: Schedule, *, backend: int, batch: int, sparse_mode: int, cmp_ratio: int,
+                  layout_query: str, num_workers: int | None = None) -> None:
+    """Raise ValueError unless `sched` was computed for this backend and this call's attributes."""
+    name = BACKEND_NAMES[backend]
+    if sched.backend != backend:
+        raise ValueError(f"metadata was computed for backend '{BACKEND_NAMES[sched.backend]}', "
+                         f"but this call runs on the {name} backend: compute it with device='{name}'")
+    fields = [] if num_workers is None else [("worker count", sched.num_workers, num_workers)]
+    fields += [("batch size", sched.batch, batch), ("sparse_mode", sched.sparse_mode, sparse_mode),
+               ("cmp_ratio", sched.cmp_ratio, cmp_ratio),
+               ("layout_query", sched.layout_query, LAYOUT_CODES[layout_query])]
+    for field, got, want in fields:
+        if got != want:
+            raise ValueError(f"metadata was computed for {field} {got}, but this call has {want}")

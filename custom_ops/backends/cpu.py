@@ -38,19 +38,6 @@ def unpack_scores(packed: torch.Tensor):
 _PAD = int(pack_scores(torch.tensor([float("-inf")]), torch.tensor([0])))  # sorts last, reads as -1
 
 
-def _check_metadata(metadata, p: _checks.IndexerProblem):
-    sched = md.decode(metadata)
-    if sched.backend != md.BACKEND_CPU:
-        raise ValueError(f"metadata was computed for backend '{md.BACKEND_NAMES[sched.backend]}', "
-                         "but this call runs on the cpu backend: compute it with device='cpu'")
-    for name, got, want in (("batch size", sched.batch, p.batch),
-                            ("sparse_mode", sched.sparse_mode, p.sparse_mode),
-                            ("cmp_ratio", sched.cmp_ratio, p.cmp_ratio),
-                            ("layout_query", sched.layout_query, md.LAYOUT_CODES[p.layout_query])):
-        if got != want:
-            raise ValueError(f"metadata was computed for {name} {got}, but this call has {want}")
-
-
 def _batch_topk(q, a, keys, ks, vis, k, compute_dtype):
     """Packed top-k of one batch. q [S1b, N1, D], a = weights·qscale [S1b, N1] float32,
     keys [S2c, D], ks [S2c] float32, vis [S1b] visible keys per row -> int64 [S1b, <=k] sorted."""
@@ -95,7 +82,9 @@ def npu_vllm_quant_lightning_indexer(
         cmp_ratio=cmp_ratio, return_value=return_value)
     _checks.check_length_values(p, actual_seq_lengths_query, actual_seq_lengths_key, block_table)
     if metadata is not None:
-        _check_metadata(metadata, p)
+        md.check_matches(md.decode(metadata), backend=md.BACKEND_CPU, batch=p.batch,
+                         sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
+                         layout_query=p.layout_query)
     compute_dtype = torch.float32 if query.dtype == torch.int8 else torch.float64
 
     q_rows = query.reshape(-1, *query.shape[-2:])  # [B*S1 or T, N1, D]

@@ -35,16 +35,8 @@ def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, b
     if seen is not None and seen[0]() is metadata and seen[1] == metadata._version:
         return
     sched = md.decode(metadata)
-    if sched.backend != md.BACKEND_CUDA:
-        raise ValueError(f"metadata was computed for backend '{md.BACKEND_NAMES[sched.backend]}', "
-                         "but this call runs on the cuda backend: compute it with device='cuda'")
-    for name, got, want in (("worker count", sched.num_workers, workers),
-                            ("batch size", sched.batch, p.batch),
-                            ("sparse_mode", sched.sparse_mode, p.sparse_mode),
-                            ("cmp_ratio", sched.cmp_ratio, p.cmp_ratio),
-                            ("layout_query", sched.layout_query, md.LAYOUT_CODES[p.layout_query])):
-        if got != want:
-            raise ValueError(f"metadata was computed for {name} {got}, but this call has {want}")
+    md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch, sparse_mode=p.sparse_mode,
+                     cmp_ratio=p.cmp_ratio, layout_query=p.layout_query, num_workers=workers)
     if sched.k_block <= 0 or sched.k_block % block_k:
         raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
     if len(_checked) >= _CHECKED_MAX:
