@@ -10,6 +10,11 @@ B=16 sequences, 8 KV heads x 128, bf16 (a Llama KV cache); context 1K..64K. Case
   vt-inplace     torch.ops.custom.vtensor_append_           replayed from a CUDA graph
 Also: the HBM copy bandwidth of this run, the driver's cost of one chunk, and whether mapped
 memory stays within live bytes + one chunk per sequence. One aligned line per case; CSV and PNG.
+
+    python scripts/bench_vtensor.py --host [--device cpu] [--batch 64]
+
+measures instead the host time to issue one append (time.perf_counter, nothing synchronised in
+the timed loop): what an eager decode loop pays per call when it is host-bound.
 """
 import argparse
 import csv
@@ -148,6 +153,56 @@ def chunk_costs_us() -> dict:
     return costs
 
 
+def host_us(device: str, batch: int, calls: int = 50, rounds: int = 201) -> dict:
+    """Host µs to issue one append of one token, and its ratio to the static slice write.
+
+    Rounds of ``calls`` appends alternate between the cases, so a machine whose speed drifts
+    (shared CPUs) shifts every case alike; the ratio is the median of the per-round ratios.
+    Each round starts from the same length, so every page it writes was touched by the warm-up.
+    """
+    start = 64
+    new = torch.randn(batch, 1, HEADS, HEAD_DIM, device=device, dtype=DTYPE)
+    static = torch.zeros(batch, start + calls, HEADS, HEAD_DIM, device=device, dtype=DTYPE)
+    length = start
+
+    def static_step():  # the decode demo's static cache: slice write, then the live view
+        nonlocal length
+        static[:, length:length + 1].copy_(new)
+        static[:, :length + 1]
+        length += 1
+
+    def static_reset():
+        nonlocal length
+        length = start
+
+    live = torch.ops.custom.vtensor_append(
+        vtensor.empty(batch, HEADS, HEAD_DIM, capacity=start + calls, dtype=DTYPE, device=device),
+        torch.randn(batch, start, HEADS, HEAD_DIM, device=device, dtype=DTYPE))
+
+    def append():
+        nonlocal live
+        live = torch.ops.custom.vtensor_append(live, new)
+
+    def append_reset():
+        nonlocal live
+        live = vtensor.truncate(live, start)
+
+    cases = {"static": (static_step, static_reset), "vt-append": (append, append_reset)}
+    samples = {case: [] for case in cases}
+    for index in range(rounds + 1):
+        for case, (step, reset) in cases.items():
+            reset()
+            if device != "cpu":
+                torch.cuda.synchronize()
+            begin = time.perf_counter()
+            for _ in range(calls):
+                step()
+            if index:  # round 0 is the warm-up that touches the pages
+                samples[case].append((time.perf_counter() - begin) * 1e6 / calls)
+    return {case: (statistics.median(times), statistics.median(
+        [t / s for t, s in zip(times, samples["static"])])) for case, times in samples.items()}
+
+
 def plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -174,7 +229,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=".", help="folder for bench_vtensor.csv / .png")
     parser.add_argument("--layout", default="per_sequence", choices=vtensor.LAYOUTS)
+    parser.add_argument("--host", action="store_true", help="host µs per append call instead")
+    parser.add_argument("--device", default="cuda", help="device of --host (cuda or cpu)")
+    parser.add_argument("--batch", type=int, default=64, help="B of --host")
     args = parser.parse_args()
+    if args.host:
+        for case, (us, ratio) in host_us(args.device, args.batch).items():
+            print(f"host {case:<10} B={args.batch} {args.device}: {us:6.2f} us per call, "
+                  f"{ratio:.2f}x static")
+        return
     bandwidth = copy_bandwidth_gbs()
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  layout {args.layout}  "
           f"HBM copy bandwidth (read+write) {bandwidth:.0f} GB/s")

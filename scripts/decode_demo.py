@@ -2,14 +2,24 @@
 append, static preallocated cache. All in one process, from one prefill, with random weights.
 
     python scripts/decode_demo.py [--batch 32] [--prompt 3072] [--new 1024] [--out DIR]
+    python scripts/decode_demo.py --device cpu     (smoke run: tiny shapes, CPU mmap driver)
 
 Checks that the three produce the same tokens; prints per-step time at several lengths, the
-total, peak memory and KV memory after the prefill and at the end. The virtual cache runs once
-per physical layout (per_sequence, sequence_major): the measurement that settles SPEC §3's choice.
+total, the host time to issue a step (host-bound when it is about the wall time), peak memory
+and KV memory after the prefill and at the end. The virtual cache runs once per physical layout
+(per_sequence, sequence_major): the measurement that settles SPEC §3's choice.
+
+The model keeps its per-step torch calls few, alike for every cache: the eager loop is
+host-bound on a fast GPU, so each call costs wall time. RoPE is one multiply, one roll and one
+addcmul over the whole QKV projection (tables per head; V's heads rotate by zero), and keys and
+values of a layer share one cache tensor [B, S, 2 * Hkv, D], so a step makes one cache call per
+layer.
 """
 import argparse
 import json
 import math
+import statistics
+import time
 
 import torch
 import torch.nn.functional as F
@@ -20,16 +30,19 @@ from custom_ops import vtensor
 
 DTYPE = torch.bfloat16
 PROFILED_STEPS = 8  # decoded after the timed run, under the profiler, for GPU time per step
+# The default shapes are the H200 run's; --device cpu takes these unless given on the line.
+CPU_SHAPES = {"layers": 2, "hidden": 256, "heads": 4, "kv_heads": 2, "intermediate": 512,
+              "vocab": 512, "batch": 4, "prompt": 64, "new": 48}
 
 
 class Decoder:
     """Random-weight Llama block stack: RMSNorm, RoPE, GQA attention, SwiGLU MLP."""
 
-    def __init__(self, layers, hidden, heads, kv_heads, intermediate, vocab, max_len):
+    def __init__(self, layers, hidden, heads, kv_heads, intermediate, vocab, max_len, device):
         def weight(rows, cols):
-            return torch.randn(rows, cols, device="cuda", dtype=DTYPE) / math.sqrt(rows)
+            return torch.randn(rows, cols, device=device, dtype=DTYPE) / math.sqrt(rows)
         self.heads, self.kv_heads, self.head_dim = heads, kv_heads, hidden // heads
-        self.embed = torch.randn(vocab, hidden, device="cuda", dtype=DTYPE)
+        self.embed = torch.randn(vocab, hidden, device=device, dtype=DTYPE)
         self.layers = [{
             "qkv": weight(hidden, (heads + 2 * kv_heads) * self.head_dim),
             "o": weight(heads * self.head_dim, hidden),
@@ -37,30 +50,40 @@ class Decoder:
             "down": weight(intermediate, hidden),
         } for _ in range(layers)]
         self.head = weight(hidden, vocab)
-        inv = 1.0 / (10000 ** (torch.arange(0, self.head_dim, 2, device="cuda") / self.head_dim))
-        angles = torch.arange(max_len, device="cuda")[:, None] * inv[None]
-        self.cos, self.sin = angles.cos().to(DTYPE), angles.sin().to(DTYPE)
+        # RoPE (rotate-half form) as x * cos + roll(x, D/2) * sin with sin's first half negated,
+        # tabulated per head of the QKV projection: [max_len, heads + 2 * kv_heads, D]. V's heads
+        # get cos 1, sin 0, so one pass over the projection rotates Q and K and leaves V as is.
+        half = self.head_dim // 2
+        inv = 1.0 / (10000 ** (torch.arange(0, half, device=device) / half))
+        angles = torch.arange(max_len, device=device)[:, None] * inv[None]  # [max_len, D/2]
+        cos, sin = angles.cos(), angles.sin()
+        rotated = heads + kv_heads
 
-    @staticmethod
-    def rope(x, cos, sin):  # x [B, T, N, D], cos/sin [T, 1, D/2]
-        x1, x2 = x.chunk(2, -1)
-        return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1)
+        def table(rotate, keep):
+            per_head = torch.full((max_len, heads + 2 * kv_heads, self.head_dim), keep,
+                                  device=device)
+            per_head[:, :rotated] = rotate[:, None]
+            return per_head.to(DTYPE)
+        self.cos = table(torch.cat([cos, cos], -1), 1.0)
+        self.sin = table(torch.cat([-sin, sin], -1), 0.0)
 
     def forward(self, tokens, start, kv):
-        """tokens [B, T] at positions start.. ; kv(layer, k, v) -> caches [B, S, Hkv, D]."""
+        """tokens [B, T] at positions start.. ; kv(layer, states) -> cache [B, S, 2 * Hkv, D].
+
+        states [B, T, 2 * Hkv, D] holds the layer's new keys (first Hkv heads) and values.
+        """
         x = self.embed[tokens]
         batch, steps = tokens.shape
-        cos, sin = self.cos[start:start + steps, None], self.sin[start:start + steps, None]
+        cos, sin = self.cos[start:start + steps], self.sin[start:start + steps]
         for index, layer in enumerate(self.layers):
             h = F.rms_norm(x, (x.shape[-1],))
-            qkv = (h @ layer["qkv"]).view(batch, steps, self.heads + 2 * self.kv_heads,
-                                          self.head_dim)
-            q, k, v = qkv.split([self.heads, self.kv_heads, self.kv_heads], 2)
-            q, k = self.rope(q, cos, sin), self.rope(k, cos, sin)
-            keys, values = kv(index, k, v.contiguous())
+            qkv = (h @ layer["qkv"]).view(batch, steps, -1, self.head_dim)
+            qkv = torch.addcmul(qkv * cos, qkv.roll(self.head_dim // 2, -1), sin)
+            # split_with_sizes and chunk, not Tensor.split: its Python wrapper costs a call's time
+            q, states = qkv.split_with_sizes([self.heads, 2 * self.kv_heads], 2)
+            keys, values = kv(index, states).transpose(1, 2).chunk(2, 1)
             attn = F.scaled_dot_product_attention(
-                q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
-                is_causal=steps > 1, enable_gqa=True)
+                q.transpose(1, 2), keys, values, is_causal=steps > 1, enable_gqa=True)
             x = x + attn.transpose(1, 2).reshape(batch, steps, -1) @ layer["o"]
             gate, up = (F.rms_norm(x, (x.shape[-1],)) @ layer["gate_up"]).chunk(2, -1)
             x = x + (F.silu(gate) * up) @ layer["down"]
@@ -70,73 +93,80 @@ class Decoder:
 class CatCache:
     name = "torch.cat"
 
-    def __init__(self, prefill, max_len):
-        self.kv = [[k.clone(), v.clone()] for k, v in prefill]
+    def __init__(self, prefill, max_len, device):
+        self.kv = [states.clone() for states in prefill]
 
-    def __call__(self, layer, k, v):
-        pair = self.kv[layer]
-        pair[0] = torch.cat([pair[0], k], 1)
-        pair[1] = torch.cat([pair[1], v], 1)
-        return pair
+    def __call__(self, layer, states):
+        self.kv[layer] = torch.cat([self.kv[layer], states], 1)
+        return self.kv[layer]
 
     def kv_bytes(self):
-        return sum(t.numel() * t.element_size() for pair in self.kv for t in pair)
+        return sum(t.numel() * t.element_size() for t in self.kv)
 
 
 class StaticCache:
     name = "static"
 
-    def __init__(self, prefill, max_len):
-        self.length = prefill[0][0].shape[1]
+    def __init__(self, prefill, max_len, device):
+        self.length = prefill[0].shape[1]
         self.kv = []
-        for k, v in prefill:
-            pair = [k.new_empty(k.shape[0], max_len, *k.shape[2:]) for _ in range(2)]
-            pair[0][:, :self.length] = k
-            pair[1][:, :self.length] = v
-            self.kv.append(pair)
+        for states in prefill:
+            cache = states.new_empty(states.shape[0], max_len, *states.shape[2:])
+            cache[:, :self.length] = states
+            self.kv.append(cache)
 
-    def __call__(self, layer, k, v):
-        end = self.length + k.shape[1]
-        keys, values = self.kv[layer]
-        keys[:, self.length:end] = k
-        values[:, self.length:end] = v
+    def __call__(self, layer, states):
+        end = self.length + states.shape[1]
+        cache = self.kv[layer]
+        cache[:, self.length:end] = states
         if layer == len(self.kv) - 1:
             self.length = end
-        return keys[:, :end], values[:, :end]
+        return cache[:, :end]
 
     def kv_bytes(self):
-        return sum(t.numel() * t.element_size() for pair in self.kv for t in pair)
+        return sum(t.numel() * t.element_size() for t in self.kv)
 
 
 class VirtualCache:
-    def __init__(self, prefill, max_len, layout):
-        self.name = f"vtensor ({layout})"
-        batch, _, heads, head_dim = prefill[0][0].shape
-        self.kv = [[torch.ops.custom.vtensor_append(
-            vtensor.empty(batch, heads, head_dim, capacity=max_len, dtype=DTYPE, device="cuda",
-                          layout=layout), t) for t in pair] for pair in prefill]
+    def __init__(self, prefill, max_len, device, layout):
+        self.name, self.device = f"vtensor ({layout})", device
+        batch, _, heads, head_dim = prefill[0].shape
+        self.kv = [torch.ops.custom.vtensor_append(
+            vtensor.empty(batch, heads, head_dim, capacity=max_len, dtype=DTYPE, device=device,
+                          layout=layout), states) for states in prefill]
 
-    def __call__(self, layer, k, v):
-        pair = self.kv[layer]
-        pair[0] = torch.ops.custom.vtensor_append(pair[0], k)
-        pair[1] = torch.ops.custom.vtensor_append(pair[1], v)
-        return pair
+    def __call__(self, layer, states):
+        self.kv[layer] = torch.ops.custom.vtensor_append(self.kv[layer], states)
+        return self.kv[layer]
 
     def kv_bytes(self):
-        return vtensor.memory_stats("cuda")["mapped_bytes"]
+        return vtensor.memory_stats(self.device)["mapped_bytes"]
 
 
 def decode(model, cache, first, start, steps):
-    """Greedy decoding; returns tokens [B, steps] and per-step milliseconds (wall, by events)."""
-    tokens = [first]
-    events = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
-    events[0].record()
+    """Greedy decoding: tokens [B, steps] and per-step milliseconds, wall and host.
+
+    wall: CUDA events between steps (on the CPU, where every op is synchronous, the host time).
+    host: time.perf_counter around issuing the step, nothing synchronised; when it is about the
+    wall time the loop is host-bound, well below it the GPU is the bound.
+    """
+    cuda = first.is_cuda
+    tokens, host = [first], []
+    if cuda:
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
+        events[0].record()
     for step in range(steps - 1):
+        begin = time.perf_counter()
         tokens.append(model.forward(tokens[-1][:, None], start + step, cache))
-        events[step + 1].record()
-    torch.cuda.synchronize()
-    times = [events[i].elapsed_time(events[i + 1]) for i in range(steps - 1)]
-    return torch.stack(tokens, 1), times
+        if cuda:
+            events[step + 1].record()
+        host.append((time.perf_counter() - begin) * 1e3)
+    if cuda:
+        torch.cuda.synchronize()
+        times = [events[i].elapsed_time(events[i + 1]) for i in range(steps - 1)]
+    else:
+        times = host
+    return torch.stack(tokens, 1), times, host
 
 
 def device_ms_per_step(model, cache, token, start, steps):
@@ -153,60 +183,74 @@ def device_ms_per_step(model, cache, token, start, steps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--hidden", type=int, default=4096)
-    parser.add_argument("--heads", type=int, default=32)
-    parser.add_argument("--kv-heads", type=int, default=8)
-    parser.add_argument("--intermediate", type=int, default=14336)
-    parser.add_argument("--vocab", type=int, default=32000)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--prompt", type=int, default=3072)
-    parser.add_argument("--new", type=int, default=1024)
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
+                        help="cpu: a smoke run with tiny shapes (unless given) on the mmap driver")
+    parser.add_argument("--layers", type=int)
+    parser.add_argument("--hidden", type=int)
+    parser.add_argument("--heads", type=int)
+    parser.add_argument("--kv-heads", type=int)
+    parser.add_argument("--intermediate", type=int)
+    parser.add_argument("--vocab", type=int)
+    parser.add_argument("--batch", type=int)
+    parser.add_argument("--prompt", type=int)
+    parser.add_argument("--new", type=int)
     parser.add_argument("--out", default=None, help="folder for decode_demo_b<batch>.json")
     args = parser.parse_args()
+    defaults = CPU_SHAPES if args.device == "cpu" else {
+        "layers": 8, "hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336,
+        "vocab": 32000, "batch": 64, "prompt": 3072, "new": 1024}
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     torch.manual_seed(0)
+    device = args.device
     max_len = args.prompt + args.new + PROFILED_STEPS
     model = Decoder(args.layers, args.hidden, args.heads, args.kv_heads, args.intermediate,
-                    args.vocab, max_len)
-    prompt = torch.randint(0, args.vocab, (args.batch, args.prompt), device="cuda")
+                    args.vocab, max_len, device)
+    prompt = torch.randint(0, args.vocab, (args.batch, args.prompt), device=device)
     prefill = []
 
-    def keep(layer, k, v):
-        prefill.append((k.contiguous(), v))
-        return k, v
+    def keep(layer, states):
+        prefill.append(states.contiguous())
+        return prefill[-1]
 
     # Flash attention reads the strided cache views in place and handles GQA natively; forcing
     # it makes a refusal loud instead of a silent fall back that would copy K/V every step.
     with torch.no_grad(), sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         first = model.forward(prompt, 0, keep)
-        torch.cuda.synchronize()
-        print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  layers={args.layers} "
-              f"hidden={args.hidden} heads={args.heads}/{args.kv_heads} batch={args.batch} "
-              f"prompt={args.prompt} new={args.new}")
-        makers = [lambda p: CatCache(p, max_len), lambda p: StaticCache(p, max_len)] + [
-            (lambda layout: lambda p: VirtualCache(p, max_len, layout))(layout)
+        name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
+        print(f"{name}  torch {torch.__version__}  layers={args.layers} hidden={args.hidden} "
+              f"heads={args.heads}/{args.kv_heads} batch={args.batch} prompt={args.prompt} "
+              f"new={args.new}")
+        makers = [lambda p: CatCache(p, max_len, device),
+                  lambda p: StaticCache(p, max_len, device)] + [
+            (lambda layout: lambda p: VirtualCache(p, max_len, device, layout))(layout)
             for layout in ("per_sequence", "sequence_major")]
         results = [run(make, model, prefill, first, args) for make in makers]
     report(results, args)
 
 
 def run(make, model, prefill, first, args):
-    torch.cuda.empty_cache()
-    torch.cuda.reset_peak_memory_stats()
+    cuda = args.device == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
     cache = make(prefill)
     decode(model, cache, first, args.prompt, 8)  # warm-up with this cache type
     del cache
     vtensor.synchronize()
     cache = make(prefill)
     after_prefill = cache.kv_bytes()
-    tokens, times = decode(model, cache, first, args.prompt, args.new)
+    tokens, times, host = decode(model, cache, first, args.prompt, args.new)
     at_end = cache.kv_bytes()
-    device_ms = device_ms_per_step(model, cache, tokens[:, -1], args.prompt + args.new - 1,
-                                   PROFILED_STEPS)
-    result = {"name": cache.name, "tokens": tokens, "times": times, "total_ms": sum(times),
+    device_ms = (device_ms_per_step(model, cache, tokens[:, -1], args.prompt + args.new - 1,
+                                    PROFILED_STEPS) if cuda else None)
+    result = {"name": cache.name, "tokens": tokens, "times": times, "host_times": host,
+              "total_ms": sum(times), "host_ms": statistics.median(host),
               "device_ms": device_ms, "kv_after_prefill": after_prefill, "kv_at_end": at_end,
-              "peak_allocator": torch.cuda.max_memory_allocated(),
-              "vmm_mapped": vtensor.memory_stats("cuda")["mapped_bytes"]}
+              "peak_allocator": torch.cuda.max_memory_allocated() if cuda else 0,
+              "vmm_mapped": vtensor.memory_stats(args.device)["mapped_bytes"]}
     del cache
     vtensor.synchronize()
     return result
@@ -216,24 +260,31 @@ def report(results, args):
     reference = results[0]["tokens"]
     marks = [1, args.new // 4, args.new // 2, 3 * args.new // 4, args.new - 2]
     header = "".join(f"{'@' + str(args.prompt + m):>9}" for m in marks)
-    print(f"wall ms per step at context length (mean of 32 steps), total, GPU ms per step at "
-          f"{args.prompt + args.new} (profiler), KV bytes, peak = allocator peak + mapped")
-    print(f"{'cache':<25}{header}{'total ms':>10}{'GPU ms':>8}{'KV@prefill':>11}{'KV@end':>8}"
-          f"{'peak':>8}  same tokens")
+    gpu = args.device == "cuda"
+    print(f"wall ms per step at context length (mean of 32 steps), total, host ms to issue a step "
+          f"(median), GPU ms per step at {args.prompt + args.new} (profiler), KV bytes, peak = "
+          f"{'allocator peak + ' if gpu else ''}mapped")
+    print(f"{'cache':<25}{header}{'total ms':>10}{'host ms':>9}{'GPU ms':>8}{'KV@prefill':>11}"
+          f"{'KV@end':>8}{'peak':>8}  same tokens")
     for r in results:
         def window(mark):
             part = r["times"][max(0, mark - 16):mark + 16]
             return sum(part) / len(part)
         cells = "".join(f"{window(m):>9.3f}" for m in marks)
         r["same_tokens"] = torch.equal(r["tokens"], reference)
-        print(f"{r['name']:<25}{cells}{r['total_ms']:>10.1f}{r['device_ms']:>8.3f}"
-              f"{r['kv_after_prefill'] / 2**30:>10.2f}G{r['kv_at_end'] / 2**30:>7.2f}G"
-              f"{(r['peak_allocator'] + r['vmm_mapped']) / 2**30:>7.2f}G  {r['same_tokens']}")
+        device_ms = f"{r['device_ms']:>8.3f}" if gpu else f"{'n/a':>8}"
+        sizes = (r["kv_after_prefill"], r["kv_at_end"], r["peak_allocator"] + r["vmm_mapped"])
+        unit, scale = ("G", 2**30) if max(sizes) >= 2**30 else ("M", 2**20)  # M: CPU smoke run
+        kv_prefill, kv_end, peak = (f"{size / scale:.2f}{unit}" for size in sizes)
+        print(f"{r['name']:<25}{cells}{r['total_ms']:>10.1f}{r['host_ms']:>9.3f}{device_ms}"
+              f"{kv_prefill:>11}{kv_end:>8}{peak:>8}  {r['same_tokens']}")
     by_name = {r["name"]: r for r in results}
     cat, static = by_name["torch.cat"], by_name["static"]
+    measures = (("end to end", "total_ms"), ("host per step", "host_ms")) + (
+        (("GPU time", "device_ms"),) if gpu else ())
     for layout in ("per_sequence", "sequence_major"):
         virtual = by_name[f"vtensor ({layout})"]
-        for what, key in (("end to end", "total_ms"), ("GPU time", "device_ms")):
+        for what, key in measures:
             faster = 1 - virtual[key] / cat[key]
             vs_static = virtual[key] / static[key] - 1
             print(f"vtensor ({layout}), {what}: {faster * 100:.1f}% less than torch.cat "

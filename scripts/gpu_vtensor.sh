@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the virtual-memory KV append: CUDA tests, micro-benchmark, decode demo.
-#   bash scripts/gpu_vtensor.sh [tests] [bench] [demo] [demo8]   (default: the first three)
+#   bash scripts/gpu_vtensor.sh [tests] [host] [bench] [demo] [demo8]   (default: tests bench demo)
+#   host: host µs to issue one vtensor_append vs the static slice write (B=64 and B=8)
 #   TESTS_K selects tests (default: every case but the CPU ones, which CI runs)
 # Logs, CSV, PNG and JSON go to $OUT. Wheels in .whl_vt/ (carried) fill in cuda-python or pytest
 # where the machine lacks them.
@@ -40,6 +41,9 @@ for stage in $STAGES; do
              -k "${TESTS_K:-not cpu}" tests/test_vtensor.py tests/test_vtensor_cuda.py 2>&1 \
              | tee "$OUT/pytest.log" | tail -40
            echo "pytest exit ${PIPESTATUS[0]}" ;;
+    host) for b in 64 8; do
+            timeout 60 python3 scripts/bench_vtensor.py --host --batch $b 2>&1 | tee -a "$OUT/host.log"
+          done ;;
     bench) timeout 140 python3 scripts/bench_vtensor.py --out "$OUT" 2>&1 | tee "$OUT/bench.log"
            echo "bench exit ${PIPESTATUS[0]}" ;;
     demo) timeout 160 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"

@@ -118,6 +118,48 @@ def test_stale_view_is_never_overwritten(device):
     assert torch.equal(append(longer, _tokens(device)[:, :0]), kept)  # the live view is still live
 
 
+def test_per_step_shortcut_keeps_semantics(device):
+    """The last result is recognised without the general checks: in place, one entry per cache."""
+    from custom_ops.vtensor.cache import RESULTS
+    before = len(RESULTS)
+    cache = append(_empty(device), _tokens(device, steps=4))
+    pointer, reference = cache.data_ptr(), cache.clone()
+    for _ in range(50):
+        states = _tokens(device)
+        cache = append(cache, states)
+        reference = torch.cat([reference, states], 1)
+    assert cache.data_ptr() == pointer and torch.equal(cache, reference)
+    assert len(RESULTS) == before + 1, "the shortcut must hold one entry per cache, not per step"
+    # A result whose states do not fit gets the general path's errors, not a silent write.
+    with pytest.raises(TypeError, match="states dtype must equal"):
+        append(cache, _tokens(device, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="must match cache in B"):
+        append(cache, _tokens(device, batch=2))
+    with pytest.raises(ValueError, match="states must be 4-D"):
+        append(cache, _tokens(device)[0])
+    # A result whose metadata was changed in place is no longer taken for the live view.
+    bent = append(cache, _tokens(device))
+    bent.unsqueeze_(0)
+    with pytest.raises(ValueError, match="cache must be 4-D"):
+        append(bent, _tokens(device))
+    del cache, bent
+    gc.collect()
+    assert len(RESULTS) == before, "a dead cache must leave no entry behind"
+
+
+def test_shortcut_result_after_stale_append_stays_intact(device):
+    """Appending to an older result copies; the last result keeps its shortcut and its tokens."""
+    first = append(_empty(device), _tokens(device, steps=3))
+    last = append(first, _tokens(device, steps=2))
+    kept = last.clone()
+    forked = append(first, _tokens(device))  # stale: a new cache
+    assert forked.data_ptr() != last.data_ptr() and torch.equal(last, kept)
+    states = _tokens(device)
+    grown = append(last, states)
+    assert grown.data_ptr() == last.data_ptr()
+    assert torch.equal(grown, torch.cat([kept, states], 1))
+
+
 def test_truncate_rolls_back_in_place(device):
     cache = append(_empty(device), _tokens(device, steps=10))
     accepted = cache[:, :7].clone()
@@ -207,6 +249,16 @@ def test_inplace_writes_past_backing_are_dropped_and_reported(device, layout):
     assert vtensor.memory_stats(device)["mapped_bytes"] == mapped
     with pytest.raises(vtensor.DroppedWritesError, match="dropped 5 token writes"):
         vtensor.check(full)
+
+
+def test_resize_backing_keeps_device_limits_in_step(device):
+    """limits is copied only when the backing changed, and always equals the mapped tokens."""
+    chunk_tokens = _chunk(device) // 128
+    full = vtensor.capacity_view(_empty(device, batch=2, capacity=4 * chunk_tokens))
+    virtual = vtensor.lookup(full)
+    for lengths in ([3, 3], [3, 3], [chunk_tokens + 1, 3], [chunk_tokens + 1, 3], [5, 5]):
+        vtensor.resize_backing(full, lengths)
+        assert virtual.limits.tolist() == virtual.mapped_tokens() == virtual.limits_host
 
 
 def test_resize_backing_shrinks_after_the_fence(device):

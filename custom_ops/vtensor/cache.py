@@ -34,6 +34,12 @@ DEFAULTS = {
 }
 
 _REGISTRY: dict[tuple, weakref.ref] = {}
+# id(view) -> cache, for the last view vtensor_append returned of each cache: a decode loop
+# passes the last result straight back, and recognising it replaces the storage lookup, the
+# layout checks and the cache's own argument checks by a few comparisons. One entry per cache,
+# replaced by its next result and dropped with the cache. It is only a hint: the cache's weak
+# reference to the view tells its result from a new object that reuses a dead one's id.
+RESULTS: dict[int, "VirtualCache"] = {}
 
 
 class _Owner:
@@ -47,6 +53,7 @@ class _Owner:
             return
         cache = self.cache
         _REGISTRY.pop(cache.key, None)
+        cache.forget_result()
         cache.reservation.memory.close(cache.reservation)
 
 
@@ -79,10 +86,19 @@ class VirtualCache:
         self.reservation = Reservation(memory, data_regions + 1, region_bytes, chunk)
         self.sink = data_regions
         self.region_elems = region_bytes // dtype.itemsize
+        hd = heads * head_dim
+        # element strides of every view [B, S, H, D]; fixed for the cache's life, so the append
+        # fast path reuses them instead of recomputing
+        self.strides = ((self.region_elems, hd, head_dim, 1) if layout == "per_sequence"
+                        else (hd, batch * hd, head_dim, 1))
         self.length = 0  # tokens of the live view of the functional ops
         self.backed = 0  # tokens every sequence has backing for (the decode step's fast path)
         self.key = (self.device, self.reservation.address)
+        # the last view vtensor_append returned (see RESULTS), held weakly: the cache object
+        # must not keep a view of its own storage alive
+        self.result, self.result_id, self.result_shape = None, None, None
         self.limits = torch.zeros(batch, dtype=torch.int64, device=self.device)
+        self.limits_host = [0] * batch  # what ``limits`` holds, so unchanged limits are not copied
         self.dropped = torch.zeros((), dtype=torch.int64, device=self.device)
 
     @classmethod
@@ -104,15 +120,9 @@ class VirtualCache:
         return cache, base.view(dtype)
 
     # --- views -----------------------------------------------------------------------------
-    def strides(self) -> tuple:
-        hd = self.heads * self.head_dim
-        if self.layout == "per_sequence":
-            return (self.region_elems, hd, self.head_dim, 1)
-        return (hd, self.batch * hd, self.head_dim, 1)
-
     def view(self, like: torch.Tensor, length: int) -> torch.Tensor:
         """[B, length, H, D] over this cache, built from any tensor sharing its storage."""
-        return like.as_strided((self.batch, length, self.heads, self.head_dim), self.strides(), 0)
+        return like.as_strided((self.batch, length, self.heads, self.head_dim), self.strides, 0)
 
     def is_view(self, tensor: torch.Tensor) -> bool:
         """Whether ``tensor`` is a prefix [B, S, H, D] of this cache in its own layout."""
@@ -121,7 +131,7 @@ class VirtualCache:
                 or tensor.shape[3] != self.head_dim or tensor.shape[1] > self.capacity):
             return False
         return all(size == 1 or stride == want for size, stride, want
-                   in zip(tensor.shape, tensor.stride(), self.strides()))
+                   in zip(tensor.shape, tensor.stride(), self.strides))
 
     def scatter_view(self, like: torch.Tensor) -> torch.Tensor:
         """[regions + sink, S_cap, columns, H*D]: (region, token, column) addresses one row."""
@@ -129,6 +139,18 @@ class VirtualCache:
         columns = 1 if self.layout == "per_sequence" else self.batch
         return like.as_strided((self.sink + 1, self.capacity, columns, hd),
                                (self.region_elems, columns * hd, hd, 1), 0)
+
+    def remember(self, view: torch.Tensor, shape: tuple) -> None:
+        """Make ``view`` (of ``shape``) the result that the next append recognises (RESULTS)."""
+        RESULTS.pop(self.result_id, None)  # see forget_result
+        self.result_id = key = id(view)
+        self.result, self.result_shape = weakref.ref(view), shape
+        RESULTS[key] = self
+
+    def forget_result(self) -> None:
+        # Unchecked: should the id since name another cache's result, that cache only loses
+        # its shortcut for one call (RESULTS is a hint; the weak reference decides).
+        RESULTS.pop(self.result_id, None)
 
     # --- backing ---------------------------------------------------------------------------
     def ensure_all(self, length: int) -> None:

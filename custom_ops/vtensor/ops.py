@@ -5,12 +5,11 @@ device only matters to the driver below them. The in-place op is one Triton laun
 (``triton_append.py``: a CUDA graph then pays what a static cache's slice write pays) and torch
 indexing elsewhere, with the same semantics.
 """
-import weakref
 
 import torch
 
 from ..backends import npu as _npu_backend
-from .cache import VirtualCache, default_capacity, lookup, output_layout
+from .cache import RESULTS, VirtualCache, default_capacity, lookup, output_layout
 from .memory import device_memory
 
 
@@ -33,22 +32,8 @@ def check_append_args(cache: torch.Tensor, states: torch.Tensor, name: str) -> N
                          f"got {states.device}")
 
 
-# id(view) -> (weak view, cache) for the views vtensor_append returned: the decode loop passes
-# the last result straight back, and recognising it skips the storage lookup and layout checks.
-_RESULTS: dict[int, tuple] = {}
-
-
-def _remember(view: torch.Tensor, virtual: VirtualCache) -> None:
-    key = id(view)
-    _RESULTS[key] = (weakref.ref(view, lambda _: _RESULTS.pop(key, None)), virtual)
-
-
 def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
     """The virtual cache if ``cache`` is exactly its live view (the in-place case), else None."""
-    known = _RESULTS.get(id(cache))
-    if known is not None and known[0]() is cache:
-        virtual = known[1]
-        return virtual if virtual.length == cache.shape[1] else None
     virtual = lookup(cache)
     if virtual is None or not virtual.is_view(cache) or virtual.length != cache.shape[1]:
         return None
@@ -76,6 +61,26 @@ def _fresh_cache(cache: torch.Tensor, new_length: int) -> tuple[VirtualCache, to
                                chunk_bytes=chunk, layout=layout, region_bytes=region_bytes)
 
 
+def _grow(virtual: VirtualCache, like: torch.Tensor, length: int, states: torch.Tensor,
+          shape: torch.Size) -> torch.Tensor:
+    """Write ``states`` after the first ``length`` tokens; returns the live view, now longer.
+
+    Two ``as_strided`` and one ``copy_``: no slicing, no driver call unless the backing ends
+    within the new tokens (``ensure_all`` maps, and maps ahead at an exact chunk fill).
+    ``shape`` is ``states.shape``, which the caller has already read.
+    """
+    new_length = length + shape[1]
+    if new_length >= virtual.backed:
+        virtual.ensure_all(new_length)
+    strides = virtual.strides
+    like.as_strided(shape, strides, length * strides[1]).copy_(states)
+    grown_shape = (virtual.batch, new_length, virtual.heads, virtual.head_dim)
+    grown = like.as_strided(grown_shape, strides, 0)
+    virtual.length = new_length
+    virtual.remember(grown, grown_shape)
+    return grown
+
+
 def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     """torch.cat([cache, states], 1) in value; in place when ``cache`` is the live virtual view.
 
@@ -83,21 +88,28 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     A plain cache is copied once into a new virtual cache; so is a stale view (shorter or longer
     than the live one), so tokens that a live view still shows are never overwritten.
     """
+    virtual = RESULTS.get(id(cache))
+    if virtual is not None:
+        # The per-step path: ``cache`` is this op's last result, so its shape, dtype and device
+        # are the cache's; only ``states`` and the liveness are left to check. Anything else
+        # (a mismatch included, for its error message) takes the general path below.
+        shape = virtual.result_shape
+        length = shape[1]
+        if virtual.result() is cache and virtual.length == length and cache.shape == shape:
+            shape = states.shape
+            if (len(shape) == 4 and shape[0] == virtual.batch and shape[2] == virtual.heads
+                    and shape[3] == virtual.head_dim and states.dtype == virtual.dtype
+                    and states.device == virtual.device):
+                return _grow(virtual, cache, length, states, shape)
     check_append_args(cache, states, "vtensor_append")
-    length, new_length = cache.shape[1], cache.shape[1] + states.shape[1]
+    length, shape = cache.shape[1], states.shape
     virtual = _live_cache(cache)
     if virtual is not None:
-        virtual.ensure_all(new_length)
-        grown = virtual.view(cache, new_length)
-    else:
-        virtual, like = _fresh_cache(cache, new_length)
-        virtual.ensure_all(new_length)
-        grown = virtual.view(like, new_length)
-        grown[:, :length].copy_(cache)
-    grown[:, length:].copy_(states)
-    virtual.length = new_length
-    _remember(grown, virtual)
-    return grown
+        return _grow(virtual, cache, length, states, shape)
+    virtual, like = _fresh_cache(cache, length + shape[1])
+    virtual.ensure_all(length + shape[1])
+    virtual.view(like, length).copy_(cache)
+    return _grow(virtual, like, length, states, shape)
 
 
 def vtensor_reserve_one_token(key_cache: torch.Tensor, key_states: torch.Tensor) -> torch.Tensor:
