@@ -188,7 +188,10 @@ def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=
     torch.cuda.empty_cache()
 
 
-def bench_metadata(results, writer):
+def bench_metadata(results, writer, calls=20):
+    """The metadata op's GPU time per call: a CUDA graph of `calls` calls (in a decode step it is
+    one node of the step's graph), and the replay of a graph holding one call (launch floor
+    included); eager (host work included) beside them."""
     for batch in (1, 64):
         ask = torch.full((batch,), 65536, dtype=torch.int32, device="cuda")
         asq = torch.ones(batch, dtype=torch.int32, device="cuda")
@@ -196,44 +199,56 @@ def bench_metadata(results, writer):
         def call(a, k):
             META(actual_seq_lengths_query=asq, actual_seq_lengths_key=ask, num_heads_q=H,
                  num_heads_k=1, head_dim=D, max_seqlen_q=1, device="cuda")
-        graph = time_graph(call, [(None, None)], 50)
+        graph = time_graph(call, [(None, None)] * calls, 50)
+        single = time_graph(call, [(None, None)], 50)
         eager = time_eager(call, [(None, None)], 50)
         tag = f"metadata-B{batch}"
         row = dict(tag=tag, batch=batch, ctx=65536, next_n=1, layout="BSND", dtype="-", us=graph,
                    eager_us=eager)
         results.append(row)
         writer.writerow(row)
-        print(f"{tag:<34} {graph:9.1f} us  eager {eager:9.1f} us", flush=True)
+        print(f"{tag:<34} {graph:9.1f} us  eager {eager:9.1f} us  (one-call graph replay "
+              f"{single:.1f} us)", flush=True)
 
 
 def sweep(bw):
     """Time the bar cases under alternative launch configurations (tuning the configs table)."""
+    import dataclasses
     from custom_ops.backends.cuda import configs
-    logits = [configs.LogitsConfig(bk, p, w, st, f16) for bk, p, w, st, f16 in (
-        (128, 2, 4, 2, True), (128, 4, 4, 2, True), (64, 4, 4, 2, True), (256, 2, 8, 2, True),
-        (128, 2, 8, 2, True), (256, 1, 8, 3, True), (128, 2, 4, 2, False), (256, 2, 8, 2, False))]
+    cfg = configs.LogitsConfig
+    decode = [cfg(64, 4, 4, 3), cfg(64, 2, 4, 5), cfg(64, 4, 4, 4), cfg(64, 8, 4, 3),
+              cfg(64, 2, 4, 4), cfg(128, 4, 4, 3), cfg(64, 2, 4, 5, False)]
+    prefill = [cfg(128, 4, 4, 3), cfg(256, 2, 8, 2), cfg(256, 1, 8, 3), cfg(128, 2, 8, 3),
+               cfg(64, 4, 4, 3)]
+    topk = [(528, 8), (1056, 8), (2112, 8), (1056, 0), (1056, 32)]
     base = dict(configs.LOGITS)
-    for batch, ctx, n in ((64, 65536, 1), (64, 65536, 4), (1, 65536, 1)):
+    base_topk = configs.TOPK
+    cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
+             (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
+    for batch, ctx, n, layout in cases:
         for dtype in ("int8", "fp8"):
-            sets = [make_case(batch, ctx, n, dtype, seed=i) for i in range(2 if batch == 1 else 1)]
-            sets = [(a, with_metadata(a, k, n)) for a, k in sets]
+            sets = [make_case(batch, ctx, n, dtype, layout=layout, seed=i)
+                    for i in range(2 if batch == 1 and layout == "BSND" else 1)]
+            max_q = n if layout == "BSND" else batch * n
+            sets = [(a, with_metadata(a, k, max_q)) for a, k in sets]
             bytes_, _ = case_numbers(*sets[0], batch, ctx, n, 0)
-            for lc in logits:
+            tag = f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype}"
+            for lc in (prefill if layout == "TND" else decode if batch != 8 else []):
                 if dtype == "int8" and not lc.fp8_as_f16:
                     continue
                 for key in base:
                     configs.LOGITS[key] = lc
-                us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
-                print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} {lc}: {us:8.1f} us "
-                      f"{100 * bytes_ / us * 1e6 / bw:5.1f}% bw", flush=True)
+                us = time_graph(lambda a, k: OP(*a, **k), sets, 5 if layout == "TND" else 10)
+                print(f"{tag} {lc}: {us:8.1f} us {100 * bytes_ / us * 1e6 / bw:5.1f}% bw",
+                      flush=True)
             configs.LOGITS.update(base)
-            if batch == 1:
-                base_topk = configs.TOPK
-                for tc in (configs.TopkConfig(4096, 2048, 8), configs.TopkConfig(4096, 4096, 16),
-                           configs.TopkConfig(2048, 1024, 4), configs.TopkConfig(4096, 1024, 8)):
-                    configs.TOPK = tc
+            if dtype == "int8" and layout == "BSND":
+                for programs, rank_rows in topk:
+                    configs.TOPK = dataclasses.replace(base_topk, programs=programs,
+                                                       rank_max_rows=rank_rows)
                     us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
-                    print(f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype} {tc}: {us:8.1f} us", flush=True)
+                    print(f"{tag} topk programs={programs} rank_max_rows={rank_rows}: "
+                          f"{us:8.1f} us", flush=True)
                 configs.TOPK = base_topk
             del sets
             torch.cuda.empty_cache()
@@ -243,7 +258,7 @@ def profile():
     """Per-kernel GPU time of one call of each bar case (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile as prof
     for batch, ctx, n in ((64, 65536, 1), (64, 65536, 4), (1, 65536, 1)):
-        for dtype in ("int8", "fp8"):
+        for dtype in ("int8",):
             a, k = make_case(batch, ctx, n, dtype)
             k = with_metadata(a, k, n)
             OP(*a, **k)
@@ -253,7 +268,7 @@ def profile():
                     OP(*a, **k)
                 torch.cuda.synchronize()
             print(f"profile B{batch}-{ctx // 1024}K-n{n}-{dtype} (3 calls)")
-            for e in sorted(p.key_averages(), key=lambda e: -e.device_time_total)[:5]:
+            for e in sorted(p.key_averages(), key=lambda e: -e.device_time_total)[:8]:
                 print(f"    {e.key[:60]:<60} {e.device_time_total / 3:9.1f} us/call")
 
 

@@ -164,3 +164,30 @@ def test_all_equal_scores_take_the_exact_path():
     assert torch.equal(idx[0, 1, 0], want) and torch.equal(idx[1, 0, 0], want)
     assert (val[0, 1, 0] == 0).all()
     assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)
+
+
+@pytest.mark.parametrize("block_size", [16, 128])
+@pytest.mark.parametrize("block_k", [64, 128])
+@pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [2, 1, 2], [4, 3, 4], [7, 2]], ids=str)
+def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
+    """Every way the kernels can run a call matches the golden, and the two top-k orderings
+    (rank for few rows, torch.sort for many) give the same bits: key tiles gathered per row
+    (block 16) or per page (block 128, a multiple of block_k), decode tokens stacked into one
+    dot (next_n <= 4) or looped (7)."""
+    import dataclasses
+    from custom_ops.backends.cuda import configs
+    for key, lc in list(configs.LOGITS.items()):
+        monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(lc, block_k=block_k))
+    for dtype, (qk, sc) in DTYPES.items():
+        args, kwargs = make_indexer_inputs(
+            q_lens=q_lens, k_lens=[9000, 5000, 3000, 40][:len(q_lens)], qk_dtype=qk,
+            scale_dtype=sc, block_size=block_size, sparse_count=1024, return_value=True,
+            device="cuda", seed=len(q_lens))
+        outs = []
+        for rank_max_rows in (0, 10_000):
+            monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
+                configs.TOPK, rank_max_rows=rank_max_rows))
+            poison()
+            outs.append(op(*args, **kwargs))
+            assert_indexer_close(*outs[-1], args, kwargs)
+        assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1]), dtype

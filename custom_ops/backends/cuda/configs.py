@@ -27,6 +27,7 @@ class LogitsConfig:
     num_warps: int
     num_stages: int
     fp8_as_f16: bool = True  # fp8 dots as exact fp16 ones: Hopper's fp8 MMA accumulates coarsely
+    max_stack: int = 4  # decode: up to this many query tokens per unit share one stacked dot
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,17 +35,25 @@ class TopkConfig:
     samples: int  # NS: scores sampled per row to pick the compaction threshold
     block_n: int  # elements per scan step
     num_warps: int
+    programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
+    min_segment: int  # keys per segment at least (each program recomputes the threshold)
+    rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
+    rank_block: int  # candidates ranked per program
 
 
-# (dtype class, query tokens per unit class) -> config
+# (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
+# "stacked" (decode, next_n <= max_stack), "prefill" (per-token loop over a query block)
 LOGITS = {
-    ("int8", "decode"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
     ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
-    ("fp8", "decode"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
+    ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
     ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
 }
 
-TOPK = TopkConfig(samples=4096, block_n=2048, num_warps=8)
+TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=4, programs=8 * 132,
+                  min_segment=2048, rank_max_rows=8, rank_block=32)
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
@@ -52,8 +61,14 @@ def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
     return md.SplitParams(md.BACKEND_CUDA, num_workers=workers, q_block=q_block, k_block=K_BLOCK)
 
 
-def logits_config(is_int8: bool, max_q: int) -> LogitsConfig:
-    return LOGITS[("int8" if is_int8 else "fp8", "decode" if max_q <= DECODE_MAX_Q else "prefill")]
+def logits_config(is_int8: bool, unit_tokens: int) -> LogitsConfig:
+    """Configuration for a call whose work units hold up to `unit_tokens` query tokens."""
+    dtype = "int8" if is_int8 else "fp8"
+    if unit_tokens > DECODE_MAX_Q:
+        return LOGITS[(dtype, "prefill")]
+    if unit_tokens > 1 and unit_tokens <= LOGITS[(dtype, "stacked")].max_stack:
+        return LOGITS[(dtype, "stacked")]
+    return LOGITS[(dtype, "single" if unit_tokens <= 1 else "prefill")]
 
 
 def topk_config() -> TopkConfig:

@@ -19,17 +19,20 @@ import torch
 import triton
 
 from ... import _checks, metadata as md
-from .configs import WORKSPACE_BYTES, logits_config, topk_config
+from .configs import DECODE_MAX_Q, WORKSPACE_BYTES, logits_config, topk_config
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import PAD, _indexer_select_kernel, _indexer_unpack_kernel
+from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
+                           _indexer_segments_kernel, _indexer_threshold_kernel,
+                           _indexer_unpack_kernel)
 
 # Metadata tensors already checked on the host: id -> (weak reference, version checked).
 _checked: dict = {}
 _CHECKED_MAX = 64
 
 
-def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, block_k: int):
+def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, block_k: int,
+                            max_q_block: int | None):
     """Eager-mode check of a caller's metadata, once per tensor version (it syncs)."""
     seen = _checked.get(id(metadata))
     if seen is not None and seen[0]() is metadata and seen[1] == metadata._version:
@@ -39,6 +42,10 @@ def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, b
                      cmp_ratio=p.cmp_ratio, layout_query=p.layout_query, num_workers=workers)
     if sched.k_block <= 0 or sched.k_block % block_k:
         raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
+    if max_q_block is not None and sched.q_block > max_q_block:
+        raise ValueError(f"metadata q_block must be at most {max_q_block} for this call "
+                         f"(max_seqlen_q {p.max_s1}), got {sched.q_block}: compute the metadata "
+                         "with this call's max_seqlen_q")
     if len(_checked) >= _CHECKED_MAX:
         _checked.pop(next(iter(_checked)))
     _checked[id(metadata)] = (weakref.ref(metadata), metadata._version)
@@ -46,6 +53,18 @@ def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, b
 
 def _in_graph_or_compile() -> bool:
     return torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()
+
+
+def _kernel_path(p: _checks.IndexerProblem, rows: int, s1: int, lc):
+    """(decode, phase-1 path, NQ). Decode (one query block per sequence): up to lc.max_stack
+    tokens of a unit share one stacked dot (path 2; path 1 for one token, query hoisted);
+    prefill units (q_block tokens) take the per-token loop (path 0)."""
+    unit_tokens = s1 if p.layout_query == "BSND" else rows
+    decode = unit_tokens <= DECODE_MAX_Q
+    if decode and unit_tokens <= lc.max_stack:
+        nq = triton.next_power_of_2(unit_tokens)
+        return decode, 1 if nq == 1 else 2, nq
+    return decode, 0, 1
 
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
@@ -57,7 +76,10 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     tc = topk_config()
     dev = query.device
     tnd = p.layout_query == "TND"
-    single = not tnd and s1 == 1  # every work unit holds one query token
+    decode, mode, nq = _kernel_path(p, rows, s1, lc)
+    fp8_as_f16 = lc.fp8_as_f16 and not is_int8
+    if fp8_as_f16 and not decode:
+        query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
     logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
@@ -67,25 +89,42 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         query, weights, qscale, key, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
-        FP8_AS_F16=lc.fp8_as_f16 and not is_int8, SINGLE=single, NUM_STAGES=lc.num_stages,
-        BLOCK_K=lc.block_k,
+        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=p.block_size % lc.block_k == 0,
+        NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,
         num_warps=lc.num_warps, **common)
 
     k = p.sparse_count
     k_pad = max(256, triton.next_power_of_2(k))  # few sizes: few compiled variants
-    cand = torch.empty((rows, 2 * k_pad), dtype=torch.int64, device=dev)
-    _indexer_select_kernel[(rows,)](
-        logits, cap, cand, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
-        K_PAD=k_pad, NS=tc.samples, BLOCK_N=tc.block_n,
-        BLOCK_B=triton.next_power_of_2(max(p.batch, 1)), PAD_KEY=PAD, num_warps=tc.num_warps,
-        **common)
-    ordered = torch.sort(cand, dim=1, descending=True).values
-    block = min(1024, triton.next_power_of_2(k))
-    _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
-        ordered, ordered.stride(0), idx_out, val_out if p.return_value else idx_out, k,
-        RETURN_VALUE=p.return_value, BLOCK=block, PAD_KEY=PAD, num_warps=4)
+    cand_cap = 2 * k_pad
+    block_b = triton.next_power_of_2(max(p.batch, 1))
+    thr = torch.empty((rows, 2), dtype=torch.int32, device=dev)
+    _indexer_threshold_kernel[(rows,)](
+        logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
+        NS=tc.samples, BLOCK_B=block_b, num_warps=tc.num_warps, **common)
+    g = max(1, min(triton.cdiv(tc.programs, rows), triton.cdiv(cap, tc.min_segment)))
+    seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
+    counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
+    _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, K_PAD=k_pad,
+                                        BLOCK_N=tc.block_n, num_warps=tc.num_warps)
+    mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    total = torch.empty(rows, dtype=torch.int32, device=dev)
+    _indexer_merge_kernel[(rows, g)](
+        logits, cap, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
+        BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps)
+    values = val_out if p.return_value else idx_out
+    if rows <= tc.rank_max_rows:
+        _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
+            mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
+            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, num_warps=4)
+    else:
+        ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
+        block = min(1024, triton.next_power_of_2(k))
+        _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
+            ordered, perm, cand_cap, cand_idx, total, idx_out, values, k,
+            RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
@@ -144,8 +183,9 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
     if metadata is not None and not _in_graph_or_compile() and query.device.type == "cuda":
-        _check_metadata_on_host(metadata, p, workers, logits_config(
-            query.dtype == torch.int8, s1 if not tnd else rows).block_k)
+        lc = logits_config(query.dtype == torch.int8, s1 if not tnd else rows)
+        _, mode, nq = _kernel_path(p, rows, s1, lc)
+        _check_metadata_on_host(metadata, p, workers, lc.block_k, nq if mode else None)
 
     per_row = cap * 4
     rows_per_chunk = max(1, WORKSPACE_BYTES // per_row)

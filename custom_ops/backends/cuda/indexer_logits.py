@@ -54,7 +54,8 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 @triton.jit
 def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
-              TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
+              TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr,
+              MODE: tl.constexpr, NQ: tl.constexpr):
     """Whether the metadata describes this call: format v1, CUDA, W workers, tiles it can run."""
     q_block = tl.load(md_ptr + 3)
     k_block = tl.load(md_ptr + 4)
@@ -63,15 +64,25 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
     ok = ok & (k_block > 0) & (k_block % BLOCK_K == 0) & (q_block >= 0)
     ok = ok & (tl.load(md_ptr + 7) >= 1) & (tl.load(md_ptr + 10) == CMP)
     ok = ok & (tl.load(md_ptr + 9) == (3 if CAUSAL else 0)) & (tl.load(md_ptr + 11) == (1 if TND else 0))
+    if MODE != 0:  # the decode paths hold at most NQ tokens of a unit (q_block 0: all <= NQ)
+        ok = ok & (q_block <= NQ)
     return ok
 
 
 @triton.jit
-def _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1, PAGE, NUM_BLOCKS,
-               FP8_AS_F16: tl.constexpr, D: tl.constexpr):
-    """Key tile [BLOCK_K, D] and its scales for compressed keys j, through the block table."""
+def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BLOCKS,
+               FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr, BLOCK_K: tl.constexpr,
+               D: tl.constexpr):
+    """Key tile [BLOCK_K, D] of compressed keys [t, t + BLOCK_K) and its scales, through the
+    block table. CONTIG (PAGE % BLOCK_K == 0): the tile never straddles a page, so one
+    block-table read serves it and it is one contiguous run of the cache; otherwise each key
+    row looks up its own page."""
+    j = t + tl.arange(0, BLOCK_K)
     jm = j < j1
-    page = tl.load(bt_row + j // PAGE, mask=jm, other=0)
+    if CONTIG:
+        page = tl.load(bt_row + t // PAGE)
+    else:
+        page = tl.load(bt_row + j // PAGE, mask=jm, other=0)
     page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
     slot = j % PAGE
     # rows past j1 stay unloaded: each key row only feeds its own score, which is not stored
@@ -96,13 +107,29 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
 
 
 @triton.jit
+def _relu_dot(k, q):
+    """ReLU(k · qᵀ) as float32, exact. int8: |dot| <= 128·128·128 = 2^21 < 2^22, so the float
+    is the bits of 2^23 + 2^22 + dot minus that constant (an integer add and a float add, both
+    full rate, instead of the quarter-rate int-to-float conversion that bounds the epilogue)."""
+    if k.dtype == tl.int8:
+        dot = tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.int32), 0)
+        return (dot + 0x4B400000).to(tl.float32, bitcast=True) - 12582912.0
+    return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.float32), 0.0)
+
+
+@triton.jit
 def _score(k, ks, q, a):
     """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
-    if k.dtype == tl.int8:
-        dot = tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32)
-    else:
-        dot = tl.dot(k, tl.trans(q), out_dtype=tl.float32)
-    score = tl.sum(tl.maximum(dot, 0.0) * a[None, :], axis=1) * ks
+    score = tl.sum(_relu_dot(k, q) * a[None, :], axis=1) * ks
+    return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
+
+
+@triton.jit
+def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
+    """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
+    ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
+    w = _relu_dot(k, q) * a[None, :]
+    score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
@@ -117,14 +144,15 @@ def _indexer_logits_kernel(
         B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
-        SINGLE: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
+        MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, NUM_STAGES: tl.constexpr,
+        BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
     pid = tl.program_id(0)
     W = tl.num_programs(0) // P
     worker = pid // P
     sub = pid % P
-    ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
+    ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND, MODE, NQ)
     if pid == 0:
         tl.store(err_ptr, tl.where(ok, 0, 1))
     if ok:
@@ -161,20 +189,44 @@ def _indexer_logits_kernel(
                 j0 = (kb + a - i) * k_block
                 j1 = tl.minimum((kb + e - i) * k_block, keys)
                 bt_row = bt_ptr + b.to(tl.int64) * stride_bt
-                if SINGLE:
+                if MODE == 1:
                     # one query token per unit (decode, next_n = 1): the query is loaded once
-                    row = row0.to(tl.int64)
+                    row = (row0 + s_lo).to(tl.int64)
                     q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
                         j = t + offs_k
-                        k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
                         tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa), mask=j < j1)
+                elif MODE == 2:
+                    # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
+                    # query loaded once, and each key tile is one dot against all of them
+                    tok = tl.arange(0, NQ)
+                    live = s_lo + tok < s_hi
+                    rows = (row0 + s_lo + tok).to(tl.int64)
+                    vis = tl.where(live, tl.minimum(visible_keys(s_lo + tok, s1, s2, CMP, CAUSAL),
+                                                    j1), 0)
+                    # tokens past s_hi read the first token's row (in bounds, finite) and get
+                    # zero head weights; their scores are never stored
+                    qrow = tl.where(live, rows, rows - tok)
+                    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+                    q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
+                    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
+                    qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) *
+                                  tl.load(qs_ptr + qh).to(tl.float32), 0.0)
+                    if FP8_AS_F16:
+                        q = q.to(tl.float16)
+                    for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+                        j = t + offs_k
+                        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
+                        tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
+                                 _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
-                        k, ks = _load_keys(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, j, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, D)
+                        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
                         for s in range(s_lo, s_hi):
                             vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
                             if t < vis:

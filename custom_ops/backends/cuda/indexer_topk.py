@@ -1,17 +1,21 @@
 """Phase 2 of the CUDA indexer: exact top-k of each workspace row, in SPEC §1.4's order.
 
 A score maps to an int32 `mono` whose signed order is the float order (negative floats get their
-magnitude bits flipped), and a key to the int64 (mono << 32) | (2^32-1 - index), whose descending
-order is "score descending, then index ascending": sorting packed keys gives SPEC's order exactly,
-ties included, with no atomics deciding anything.
+magnitude bits flipped). Descending (mono, then index ascending) is SPEC's order, ties included:
+the int64 key (mono << 32) | (2^32-1 - index) orders exactly so, with no atomics deciding anything.
 
-Select (one program per row) writes a superset of the row's top-k, at most CAP = 2·K_PAD packed
-keys, padded with PAD: a strided sample of NS scores gives, by bisection on its bits, a threshold
-t0 that about 1.5·k scores reach, and one pass compacts every key with mono >= t0 in index order
-(prefix sums give the positions). If that misses [k, CAP] (heavy ties, adversarial rows), an exact
-radix select on 8-bit digits finds the k-th key and the same compaction keeps exactly k. The
-launcher then sorts the CAP keys per row with torch.sort (a shared-memory bitonic sort per row,
-much faster than a register sort of that size in Triton) and `unpack` writes the first k.
+1. Segments (grid rows × G): every program of a row computes the same threshold t0 from a strided
+   sample of NS scores (bisection on its bits: about 1.5·k scores reach it), then compacts the
+   keys of its segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD)
+   and writes how many it found. G programs per row keep one long row (B=1) on many SMs.
+2. Merge (grid rows): the counts give each segment's offset; if the row's total is in [k, CAP]
+   (or the row sees at most k keys, all taken) the segments are copied side by side into
+   (mono, index) arrays in index order; otherwise (heavy ties, adversarial rows) an exact radix
+   select on 8-bit digits finds the k-th key and the same compaction keeps exactly k.
+3. Order, two ways chosen by row count (the same result): few rows — `rank` gives every candidate
+   its rank (the count of candidates that beat it; keys are unique) and scatters it, one launch
+   spread over many SMs; many rows — torch.sort of the int32 monos (stable, so ties stay in index
+   order; a shared-memory sort per row) and `unpack` gathers the indices.
 """
 from __future__ import annotations
 
@@ -20,8 +24,8 @@ import triton.language as tl
 
 from .indexer_logits import batch_rows, visible_keys
 
-# Packed key of a -inf score: below every finite score; reads back as index -1.
-PAD = -2139095041 << 32
+# mono of a -inf score, below every finite score's: pads candidate arrays (index -1).
+PAD_MONO = tl.constexpr(-2139095041)
 INT32_MIN = tl.constexpr(-2147483648)
 
 
@@ -37,29 +41,40 @@ def _pack(mono, idx):
 
 
 @triton.jit
-def _compact(row_ptr, n, dst_ptr, CAP, t_mono, prefix, shift, k_rem, EXACT: tl.constexpr,
-             BLOCK_N: tl.constexpr):
-    """Write the packed keys of the selected scores of row[0:n] to dst in index order (at most
-    CAP of them); return how many were selected. Not EXACT: scores with mono >= t_mono. EXACT:
-    keys whose u >> shift is above `prefix`, and the first k_rem equal to it (ties to smaller index)."""
+def _score_of(mono):
+    return tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_rem,
+             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Write the selected keys of row[lo:hi] to dst in index order (at most CAP of them) and
+    return how many were selected. PACKED: int64 keys to dst; else int32 monos to dst and
+    indices to idx_ptr. Not EXACT: scores with mono >= t_mono. EXACT: keys whose u >> shift is
+    above `prefix`, and the first k_rem equal to it (ties to the smaller index)."""
     written = 0
     ties = 0
-    for i0 in range(0, n, BLOCK_N):
+    for i0 in range(lo, hi, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
-        valid = i < n
+        valid = i < hi
         mono = _mono(tl.load(row_ptr + i, mask=valid, other=0.0))
         if EXACT:
-            hi = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
-            tie = valid & (hi == prefix)
+            top = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
+            tie = valid & (top == prefix)
             tie_i = tie.to(tl.int32)
             rank = ties + tl.cumsum(tie_i, 0) - tie_i
-            keep = valid & ((hi > prefix) | (tie & (rank < k_rem)))
+            keep = valid & ((top > prefix) | (tie & (rank < k_rem)))
             ties += tl.sum(tie_i, 0)
         else:
             keep = valid & (mono >= t_mono)
         keep_i = keep.to(tl.int32)
         pos = written + tl.cumsum(keep_i, 0) - keep_i
-        tl.store(dst_ptr + pos, _pack(mono, i), mask=keep & (pos < CAP))
+        m = keep & (pos < CAP)
+        if PACKED:
+            tl.store(dst_ptr + pos, _pack(mono, i), mask=m)
+        else:
+            tl.store(dst_ptr + pos, mono, mask=m)
+            tl.store(idx_ptr + pos, i, mask=m)
         written += tl.sum(keep_i, 0)
     return written
 
@@ -89,9 +104,9 @@ def _radix_pass(row_ptr, n, prefix, k_rem, SHIFT: tl.constexpr, FIRST: tl.conste
 
 
 @triton.jit
-def _exact_select(row_ptr, n, K, dst_ptr, CAP, BLOCK_N: tl.constexpr):
+def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
     """Radix select (8-bit digits, stopping once the boundary digit is taken whole), then the
-    exact compaction of the top K keys of row[0:n] (n > K)."""
+    exact compaction of the top K keys of row[0:n] (n > K) as (mono, index) arrays."""
     prefix = tl.zeros([], dtype=tl.uint32)
     k_rem = K
     prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 24, True, BLOCK_N)
@@ -105,39 +120,36 @@ def _exact_select(row_ptr, n, K, dst_ptr, CAP, BLOCK_N: tl.constexpr):
     if not done:
         prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 0, False, BLOCK_N)
         shift = 0
-    return _compact(row_ptr, n, dst_ptr, CAP, 0, prefix, shift, k_rem, True, BLOCK_N)
+    return _compact(row_ptr, 0, n, dst_ptr, idx_ptr, CAP, 0, prefix, shift, k_rem, True, False,
+                    BLOCK_N)
 
 
 @triton.jit
 def _sample_threshold(row_ptr, n, K, NS: tl.constexpr):
-    """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it."""
+    """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it.
+    Found 4 bits at a time (8 steps of 15 candidate thresholds each), most significant first,
+    on the unsigned order (int64 in [0, 2^32))."""
     stride = tl.cdiv(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
-    # unsigned order as int64 in [0, 2^32): bisect one bit at a time, most significant first
     u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
     u = tl.where(sm, u, -1)
     need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
+    digit = tl.arange(0, 16).to(tl.int64)
     best = tl.zeros([], dtype=tl.int64)
-    for bit in tl.static_range(31, -1, -1):
-        cand = best + (1 << bit)
-        if tl.sum((u >= cand).to(tl.int32), 0) >= need:
-            best = cand
+    for step in tl.static_range(7, -1, -1):
+        cand = best + (digit << (4 * step))  # digit 0 is `best` itself: reached by >= need
+        reach = tl.sum((u[:, None] >= cand[None, :]).to(tl.int32), 0)
+        best += tl.max(tl.where(reach >= need, digit, 0), 0) << (4 * step)
     return (best - 2147483648).to(tl.int32)
 
 
 @triton.jit
-def _indexer_select_kernel(
-        logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
-        cand_ptr,  # int64 [R, 2 * K_PAD]: packed candidates of each row, PAD-filled
-        asq_ptr, ask_ptr, md_ptr, err_ptr,
-        B, S1, T, CAP_KEYS, K, CMP,
-        CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
-        LEADING_ZERO: tl.constexpr, K_PAD: tl.constexpr, NS: tl.constexpr,
-        BLOCK_N: tl.constexpr, BLOCK_B: tl.constexpr, PAD_KEY: tl.constexpr):
-    r = tl.program_id(0)
-    r64 = r.to(tl.int64)
-    # Which batch and token this row is (SPEC §1.2), and how many keys it sees (§1.3).
+def _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP,
+              CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
+              LEADING_ZERO: tl.constexpr, BLOCK_B: tl.constexpr):
+    """Keys workspace row r holds (0 for rows with nothing to select): which batch and token
+    the row is (SPEC §1.2), how many keys it sees (§1.3), and whether phase 1 scheduled it."""
     if TND:
         bs = tl.arange(0, BLOCK_B)
         if LEADING_ZERO:
@@ -155,35 +167,142 @@ def _indexer_select_kernel(
     q_block = tl.load(md_ptr + 3)
     covered = (q_block == 0) | (s < q_block * tl.load(md_ptr + 7))  # scheduled by phase 1
     live = live & (s >= 0) & (s < s1) & covered
-    n = tl.where(live, tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), CAP_KEYS), 0)
+    return tl.where(live, tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), CAP_KEYS), 0)
 
-    row_ptr = logits_ptr + r64 * stride_l
-    dst = cand_ptr + r64 * (2 * K_PAD)
+
+@triton.jit
+def _indexer_threshold_kernel(
+        logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
+        thr_ptr,  # int32 [R, 2]: (keys the row sees, compaction threshold t0)
+        asq_ptr, ask_ptr, md_ptr, err_ptr,
+        B, S1, T, CAP_KEYS, K, CMP,
+        CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
+        LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BLOCK_B: tl.constexpr):
+    r = tl.program_id(0)
+    n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
+                  HAS_ASQ, LEADING_ZERO, BLOCK_B)
+    t0 = INT32_MIN
+    if n > K:
+        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS)
+    tl.store(thr_ptr + 2 * r, n)
+    tl.store(thr_ptr + 2 * r + 1, t0)
+
+
+@triton.jit
+def _indexer_segments_kernel(
+        logits_ptr, stride_l, thr_ptr,
+        seg_ptr, cnt_ptr,  # int64 [R, G, 2 * K_PAD] packed candidates; int32 [R, G] counts
+        K_PAD: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their count."""
+    r = tl.program_id(0)
+    g = tl.program_id(1)
+    G = tl.num_programs(1)
+    n = tl.load(thr_ptr + 2 * r)
+    t0 = tl.load(thr_ptr + 2 * r + 1)
+    seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
+    lo = tl.minimum(g * seg, n)
+    hi = tl.minimum(lo + seg, n)
+    slot = (r * G + g).to(tl.int64)
+    cnt = _compact(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, seg_ptr + slot * (2 * K_PAD),
+                   seg_ptr, 2 * K_PAD, t0, 0, 0, 0, False, True, BLOCK_N)
+    tl.store(cnt_ptr + slot, cnt)
+
+
+@triton.jit
+def _indexer_merge_kernel(
+        logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
+        mono_ptr, idx_ptr, tot_ptr,  # int32 [R, 2 * K_PAD] x2, int32 [R]: each row's candidates
+        K, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, G_PAD: tl.constexpr):
+    """Program (r, g) copies segment g to its offset (the counts before it); program (r, 0) pads
+    the tail and writes the count, or, when the sampled threshold missed [K, CAP], runs the
+    exact select over the whole row instead (the others then copy nothing)."""
+    r = tl.program_id(0)
+    g = tl.program_id(1)
+    G = tl.num_programs(1)
+    r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
-    if n <= K:
-        cnt = _compact(row_ptr, n, dst, CAP, INT32_MIN, 0, 0, 0, False, BLOCK_N)
-    else:
-        t0 = _sample_threshold(row_ptr, n, K, NS)
-        cnt = _compact(row_ptr, n, dst, CAP, t0, 0, 0, 0, False, BLOCK_N)
-        if (cnt < K) | (cnt > CAP):
-            cnt = _exact_select(row_ptr, n, K, dst, CAP, BLOCK_N)
-    offs = cnt + tl.arange(0, CAP)
-    tl.store(dst + offs, tl.full([CAP], PAD_KEY, tl.int64), mask=offs < CAP)
+    n = tl.load(thr_ptr + 2 * r)
+    gs = tl.arange(0, G_PAD)
+    counts = tl.load(cnt_ptr + r64 * G + gs, mask=gs < G, other=0)
+    total = tl.sum(counts, 0)
+    ok = (n <= K) | ((total >= K) & (total <= CAP))
+    dst_m = mono_ptr + r64 * CAP
+    dst_i = idx_ptr + r64 * CAP
+    if ok:
+        c = tl.sum(tl.where(gs == g, counts, 0), 0)
+        offset = tl.sum(tl.where(gs < g, counts, 0), 0)
+        src = seg_ptr + (r64 * G + g) * CAP
+        for i0 in range(0, c, BLOCK_N):
+            i = i0 + tl.arange(0, BLOCK_N)
+            m = i < c
+            packed = tl.load(src + i, mask=m, other=0)
+            tl.store(dst_m + offset + i, (packed >> 32).to(tl.int32), mask=m)
+            tl.store(dst_i + offset + i, (4294967295 - (packed & 4294967295)).to(tl.int32), mask=m)
+    elif g == 0:
+        total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst_m, dst_i, CAP, BLOCK_N)
+    if g == 0:
+        offs = tl.arange(0, CAP)
+        pad = offs >= total
+        tl.store(dst_m + offs, tl.full([CAP], PAD_MONO, tl.int32), mask=pad)
+        tl.store(dst_i + offs, tl.full([CAP], -1, tl.int32), mask=pad)
+        tl.store(tot_ptr + r, total)
+
+
+@triton.jit
+def _indexer_rank_kernel(
+        mono_ptr, idx_ptr, tot_ptr,  # each row's candidates (index order) and their count
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
+        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
+        BLOCK_J: tl.constexpr):
+    """Candidate i goes to position rank(i) = #{j : mono_j > mono_i} + #{j < i : mono_j == mono_i}
+    (candidates are in index order, so that is SPEC's order); positions from min(total, K) on
+    get -1 / -inf. Blocks of j wholly before i count mono_j >= mono_i, wholly after mono_j >
+    mono_i: one compare and one add per pair, summed once at the end."""
+    r64 = tl.program_id(0).to(tl.int64)
+    i0 = tl.program_id(1) * BLOCK_I
+    i = i0 + tl.arange(0, BLOCK_I)
+    total = tl.load(tot_ptr + r64)
+    mine = i < total
+    mono_i = tl.load(mono_ptr + r64 * CAP + i, mask=mine, other=PAD_MONO)
+    beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
+    if i0 < total:
+        for j0 in range(0, total, BLOCK_J):
+            j = j0 + tl.arange(0, BLOCK_J)
+            # past `total` the arrays hold PAD_MONO, below every candidate: never counted
+            mono_j = tl.load(mono_ptr + r64 * CAP + j)
+            if j0 + BLOCK_J <= i0:
+                beats += (mono_j[None, :] >= mono_i[:, None]).to(tl.int32)
+            elif j0 >= i0 + BLOCK_I:
+                beats += (mono_j[None, :] > mono_i[:, None]).to(tl.int32)
+            else:
+                before = j[None, :] < i[:, None]
+                beats += ((mono_j[None, :] > mono_i[:, None]) |
+                          (before & (mono_j[None, :] == mono_i[:, None]))).to(tl.int32)
+    rank = tl.sum(beats, 1)
+    put = mine & (rank < K)
+    idx_i = tl.load(idx_ptr + r64 * CAP + i, mask=mine, other=0)
+    tl.store(out_idx_ptr + r64 * K + rank, idx_i, mask=put)
+    pad = (i >= total) & (i < K)
+    tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
+    if RETURN_VALUE:
+        tl.store(out_val_ptr + r64 * K + rank, _score_of(mono_i), mask=put)
+        tl.store(out_val_ptr + r64 * K + i, tl.full([BLOCK_I], float("-inf"), tl.float32),
+                 mask=pad)
 
 
 @triton.jit
 def _indexer_unpack_kernel(
-        sorted_ptr, stride_s,  # int64 [R, >= K]: each row's packed keys, descending
-        idx_ptr, val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, BLOCK: tl.constexpr, PAD_KEY: tl.constexpr):
+        sorted_ptr, perm_ptr, stride_s,  # int32 monos / int64 positions [R, CAP], sorted rows
+        idx_ptr, tot_ptr,  # each row's candidate indices [R, CAP] and count [R]
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
+        K, RETURN_VALUE: tl.constexpr, BLOCK: tl.constexpr):
     r64 = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < tl.minimum(tl.load(tot_ptr + r64), K)
+    perm = tl.load(perm_ptr + r64 * stride_s + offs, mask=keep, other=0)
+    idx = tl.load(idx_ptr + r64 * stride_s + perm, mask=keep, other=-1)
     m = offs < K
-    packed = tl.load(sorted_ptr + r64 * stride_s + offs, mask=m, other=PAD_KEY)
-    keep = packed > PAD_KEY
-    idx = (4294967295 - (packed & 4294967295)).to(tl.int32)
-    tl.store(idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=m)
+    tl.store(out_idx_ptr + r64 * K + offs, tl.where(keep, idx, -1), mask=m)
     if RETURN_VALUE:
-        mono = (packed >> 32).to(tl.int32)
-        val = tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
-        tl.store(val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=m)
+        val = _score_of(tl.load(sorted_ptr + r64 * stride_s + offs, mask=keep, other=0))
+        tl.store(out_val_ptr + r64 * K + offs, tl.where(keep, val, float("-inf")), mask=m)
