@@ -44,7 +44,7 @@ class TopkConfig:
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
 # "stacked" (decode, next_n <= max_stack), "prefill" (per-token loop over a query block)
 LOGITS = {
-    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("int8", "single"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
     ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
     ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),

@@ -54,10 +54,14 @@ def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_re
     above `prefix`, and the first k_rem equal to it (ties to the smaller index)."""
     written = 0
     ties = 0
+    # the next chunk is loaded before this one is scanned, so its latency hides behind the scan
+    nxt = tl.load(row_ptr + lo + tl.arange(0, BLOCK_N), mask=lo + tl.arange(0, BLOCK_N) < hi,
+                  other=0.0)
     for i0 in range(lo, hi, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
         valid = i < hi
-        mono = _mono(tl.load(row_ptr + i, mask=valid, other=0.0))
+        mono = _mono(nxt)
+        nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < hi, other=0.0)
         if EXACT:
             top = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
             tie = valid & (top == prefix)
@@ -127,20 +131,19 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
 @triton.jit
 def _sample_threshold(row_ptr, n, K, NS: tl.constexpr):
     """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it.
-    Found 4 bits at a time (8 steps of 15 candidate thresholds each), most significant first,
-    on the unsigned order (int64 in [0, 2^32))."""
+    (A [NS, 16] comparison per 4-bit step was tried: it spills and cost ~200 µs per row.)"""
     stride = tl.cdiv(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
+    # unsigned order as int64 in [0, 2^32): bisect one bit at a time, most significant first
     u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
     u = tl.where(sm, u, -1)
     need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
-    digit = tl.arange(0, 16).to(tl.int64)
     best = tl.zeros([], dtype=tl.int64)
-    for step in tl.static_range(7, -1, -1):
-        cand = best + (digit << (4 * step))  # digit 0 is `best` itself: reached by >= need
-        reach = tl.sum((u[:, None] >= cand[None, :]).to(tl.int32), 0)
-        best += tl.max(tl.where(reach >= need, digit, 0), 0) << (4 * step)
+    for bit in tl.static_range(31, -1, -1):
+        cand = best + (1 << bit)
+        if tl.sum((u >= cand).to(tl.int32), 0) >= need:
+            best = cand
     return (best - 2147483648).to(tl.int32)
 
 
@@ -266,9 +269,10 @@ def _indexer_rank_kernel(
     mono_i = tl.load(mono_ptr + r64 * CAP + i, mask=mine, other=PAD_MONO)
     beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
     if i0 < total:
-        for j0 in range(0, total, BLOCK_J):
+        # all CAP slots, unrolled, so the loads are issued ahead: past `total` the arrays hold
+        # PAD_MONO, below every candidate, so those slots never count
+        for j0 in tl.static_range(0, CAP, BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
-            # past `total` the arrays hold PAD_MONO, below every candidate: never counted
             mono_j = tl.load(mono_ptr + r64 * CAP + j)
             if j0 + BLOCK_J <= i0:
                 beats += (mono_j[None, :] >= mono_i[:, None]).to(tl.int32)
