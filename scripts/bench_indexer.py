@@ -304,6 +304,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="only the bar cases")
     ap.add_argument("--sweep", action="store_true", help="also time alternative configurations")
     ap.add_argument("--profile", action="store_true", help="per-kernel times of the bar cases")
+    ap.add_argument("--only", default="", help="only cases whose tag contains this text")
     opts = ap.parse_args()
     os.makedirs(opts.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -330,10 +331,14 @@ def main():
         for kind, batch, ctx, n, dtype in cases:
             if kind == "decode":
                 tag = f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
+                if opts.only not in tag:
+                    continue
                 run_case(tag, lambda i, b=batch, c=ctx, n=n, d=dtype: make_case(b, c, n, d, seed=i),
                          batch, ctx, n, "BSND", bw, writer, results)
             else:
                 tag = f"prefill-T{n}-ctx{ctx // 1024}K-{dtype}"
+                if opts.only not in tag:
+                    continue
                 run_case(tag, lambda i, c=ctx, n=n, d=dtype: make_case(1, c, n, d, layout="TND", seed=i),
                          1, ctx, n, "TND", bw, writer, results, reps=5)
             f.flush()

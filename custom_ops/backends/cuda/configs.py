@@ -53,7 +53,7 @@ LOGITS = {
 }
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=4, programs=8 * 132,
-                  min_segment=2048, rank_max_rows=8, rank_block=32)
+                  min_segment=2048, rank_max_rows=4, rank_block=32)
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:

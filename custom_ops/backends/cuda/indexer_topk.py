@@ -269,10 +269,10 @@ def _indexer_rank_kernel(
     mono_i = tl.load(mono_ptr + r64 * CAP + i, mask=mine, other=PAD_MONO)
     beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
     if i0 < total:
-        # all CAP slots, unrolled, so the loads are issued ahead: past `total` the arrays hold
-        # PAD_MONO, below every candidate, so those slots never count
-        for j0 in tl.static_range(0, CAP, BLOCK_J):
+        # (an unrolled loop over all CAP slots measured 29 µs against 13 µs for this one)
+        for j0 in range(0, total, BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
+            # past `total` the arrays hold PAD_MONO, below every candidate: never counted
             mono_j = tl.load(mono_ptr + r64 * CAP + j)
             if j0 + BLOCK_J <= i0:
                 beats += (mono_j[None, :] >= mono_i[:, None]).to(tl.int32)
