@@ -3,6 +3,17 @@ append, static preallocated cache. All in one process, from one prefill, with ra
 
     python scripts/decode_demo.py [--batch 32] [--prompt 3072] [--new 1024] [--out DIR]
     python scripts/decode_demo.py --device cpu     (smoke run: tiny shapes, CPU mmap driver)
+    python scripts/decode_demo.py --eager          (no CUDA graphs: the fully eager decode loop)
+
+Decode steps run as vLLM runs them: piecewise CUDA graphs. Everything of a step but the KV-cache
+update and attention (whose length grows) is captured once, in L + 1 pieces (embedding + layer 0
+up to RoPE; then per layer o-proj, residual, MLP, residual, the next layer's norm, QKV and RoPE;
+the last piece ends with the final norm, LM head and argmax), into CUDA graphs with static
+buffers; each step replays them with the cache call and flash attention run eagerly in between.
+The same graphs serve every cache, and the prefill stays eager. --eager (and --device cpu, where
+CUDA graphs do not exist) runs the whole step eagerly; a failed capture prints why and falls back
+to eager. Before the timed runs the piecewise step is checked against the eager one (same tokens
+over CHECK_STEPS steps, static cache); on the CPU the pieces are called without graphs for it.
 
 Checks that the three produce the same tokens; prints per-step time at several lengths, the
 total, the host time to issue a step (host-bound when it is about the wall time), peak memory
@@ -16,10 +27,12 @@ values of a layer share one cache tensor [B, S, 2 * Hkv, D], so a step makes one
 layer.
 """
 import argparse
+import functools
 import json
 import math
 import statistics
 import time
+import traceback
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +43,7 @@ from custom_ops import vtensor
 
 DTYPE = torch.bfloat16
 PROFILED_STEPS = 8  # decoded after the timed run, under the profiler, for GPU time per step
+CHECK_STEPS = 16  # piecewise step vs eager step, static cache, before the timed runs
 # The default shapes are the H200 run's; --device cpu takes these unless given on the line.
 CPU_SHAPES = {"layers": 2, "hidden": 256, "heads": 4, "kv_heads": 2, "intermediate": 512,
               "vocab": 512, "batch": 4, "prompt": 64, "new": 48}
@@ -146,7 +160,124 @@ class VirtualCache:
         return vtensor.memory_stats(self.device)["mapped_bytes"]
 
 
-def decode(model, cache, first, start, steps):
+class EagerStep:
+    """The fully eager decode step: Decoder.forward on one token."""
+    mode = "eager"
+
+    def __init__(self, model):
+        self.model = model
+
+    def start(self, token, position):
+        self.token, self.position = token, position
+
+    def step(self, cache):
+        self.token = self.model.forward(self.token[:, None], self.position, cache)
+        self.position += 1
+        return self.token
+
+
+class PiecewiseStep:
+    """A decode step as L + 1 pieces around the eager cache call + attention of each layer.
+
+    Each piece reads and writes only the static buffers below (in place or with ``out=``), so
+    calling a piece and replaying its captured graph do the same thing: a graph captured once is
+    right at every step. The position lives on the device (``position``, [1]); piece 0 gathers
+    that position's RoPE rows into ``cos``/``sin``, the last piece adds one to it and writes the
+    argmax into ``token``, which piece 0 reads at the next step. Buffers:
+      token [B] (int64)          next input token = this step's output
+      x [B, 1, hidden]           the residual stream, updated in place by every piece
+      qkv [B, 1, H + 2Hkv, D]    the roped projection: q for attention, states for the cache
+      attn [B, 1, H, D]          attention output, copied in eagerly after the attention call
+    Without ``capture`` the pieces are called (any device): this checks the split on the CPU.
+    """
+
+    def __init__(self, model, batch, device, capture):
+        self.model = model
+        hidden, head_dim = model.embed.shape[1], model.head_dim
+        heads = model.heads + 2 * model.kv_heads
+
+        def buffer(*shape, dtype=DTYPE):
+            return torch.zeros(*shape, dtype=dtype, device=device)
+        self.token = buffer(batch, dtype=torch.int64)
+        self.position = buffer(1, dtype=torch.int64)
+        self.cos, self.sin = buffer(1, heads, head_dim), buffer(1, heads, head_dim)
+        self.x = buffer(batch, 1, hidden)
+        self.qkv = buffer(batch, 1, heads, head_dim)
+        self.attn = buffer(batch, 1, model.heads, head_dim)
+        q, self.states = self.qkv.split_with_sizes([model.heads, 2 * model.kv_heads], 2)
+        self.q = q.transpose(1, 2)  # what attention reads, a fixed view of the buffer
+        self.attn_in = self.attn.transpose(1, 2)  # [B, H, 1, D], attention's output layout
+        count = len(model.layers) + 1
+        self.pieces = [functools.partial(self.piece, index) for index in range(count)]
+        self.run = self.pieces
+        self.mode, self.capture_ms = "pieces (no graphs)", 0.0
+        if capture:
+            begin = time.perf_counter()
+            self.run = self.capture()
+            self.capture_ms = (time.perf_counter() - begin) * 1e3
+            self.mode = "piecewise CUDA graphs"
+
+    def piece(self, index):
+        model, x = self.model, self.x
+        hidden = (x.shape[-1],)
+        if index == 0:
+            torch.index_select(model.cos, 0, self.position, out=self.cos)
+            torch.index_select(model.sin, 0, self.position, out=self.sin)
+            torch.index_select(model.embed, 0, self.token, out=x.view(x.shape[0], -1))
+        else:
+            layer = model.layers[index - 1]
+            x.add_(self.attn.view(x.shape) @ layer["o"])
+            gate, up = (F.rms_norm(x, hidden) @ layer["gate_up"]).chunk(2, -1)
+            x.add_((F.silu(gate) * up) @ layer["down"])
+        if index < len(model.layers):
+            layer = model.layers[index]
+            qkv = (F.rms_norm(x, hidden) @ layer["qkv"]).view(self.qkv.shape)
+            torch.addcmul(qkv * self.cos, qkv.roll(model.head_dim // 2, -1), self.sin,
+                          out=self.qkv)
+        else:
+            torch.argmax(F.rms_norm(x[:, -1], hidden) @ model.head, -1, out=self.token)
+            self.position.add_(1)
+
+    def capture(self):
+        """One CUDA graph per piece, in one memory pool, replayed in capture order.
+
+        As torch.cuda.graphs asks: warm-up on a side stream first (lazy cuBLAS/allocator set-up
+        must not happen during capture). The buffers are allocated outside the graphs, so the
+        pool only holds each piece's temporaries; the warm-up's values do not matter (start()
+        sets token and position before a run).
+        """
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                for piece in self.pieces:
+                    piece()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        pool, graphs = torch.cuda.graph_pool_handle(), []
+        for piece in self.pieces:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                piece()
+            graphs.append(graph)
+        torch.cuda.synchronize()
+        return [graph.replay for graph in graphs]
+
+    def start(self, token, position):
+        self.token.copy_(token)
+        self.position.fill_(position)
+
+    def step(self, cache):
+        run, q, states, attn_in = self.run, self.q, self.states, self.attn_in
+        for layer in range(len(run) - 1):
+            run[layer]()
+            keys, values = cache(layer, states).transpose(1, 2).chunk(2, 1)
+            attn_in.copy_(F.scaled_dot_product_attention(q, keys, values, enable_gqa=True))
+        run[-1]()
+        return self.token.clone()  # the buffer is overwritten at the next step
+
+
+def decode(stepper, cache, first, start, steps):
     """Greedy decoding: tokens [B, steps] and per-step milliseconds, wall and host.
 
     wall: CUDA events between steps (on the CPU, where every op is synchronous, the host time).
@@ -155,12 +286,13 @@ def decode(model, cache, first, start, steps):
     """
     cuda = first.is_cuda
     tokens, host = [first], []
+    stepper.start(first, start)
     if cuda:
         events = [torch.cuda.Event(enable_timing=True) for _ in range(steps)]
         events[0].record()
     for step in range(steps - 1):
         begin = time.perf_counter()
-        tokens.append(model.forward(tokens[-1][:, None], start + step, cache))
+        tokens.append(stepper.step(cache))
         if cuda:
             events[step + 1].record()
         host.append((time.perf_counter() - begin) * 1e3)
@@ -172,16 +304,42 @@ def decode(model, cache, first, start, steps):
     return torch.stack(tokens, 1), times, host
 
 
-def device_ms_per_step(model, cache, token, start, steps):
+def device_ms_per_step(stepper, cache, token, start, steps):
     """GPU kernel time per step (profiler), whatever the host adds between kernels."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
+    stepper.start(token, start)
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for step in range(steps):
-            token = model.forward(token[:, None], start + step, cache)
+        for _ in range(steps):
+            stepper.step(cache)
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
     return sum(e.time_range.elapsed_us() for e in kernels) / 1e3 / steps
+
+
+def make_stepper(model, args, prefill, first, max_len):
+    """The decode step of this run, checked against the eager one; eager if capture fails."""
+    eager = EagerStep(model)
+    if args.eager:
+        return eager, None
+    try:
+        stepper = PiecewiseStep(model, args.batch, args.device,
+                                capture=args.device == "cuda" and not args.pieces)
+        check = [decode(step, StaticCache(prefill, max_len, args.device), first, args.prompt,
+                        CHECK_STEPS)[0] for step in (eager, stepper)]
+    except Exception:  # noqa: BLE001  (reported, and the run goes on eagerly)
+        print("piecewise step failed, falling back to the eager loop:")
+        traceback.print_exc()
+        eager.mode = "eager (piecewise CUDA graph capture failed)"
+        return eager, None
+    same = torch.equal(*check)
+    print(f"{stepper.mode}: {len(stepper.pieces)} pieces, capture {stepper.capture_ms:.1f} ms "
+          f"(outside the timed loop); first {CHECK_STEPS} tokens vs the eager step: "
+          f"{'match' if same else 'DIFFER'}")
+    if args.device == "cpu" and not args.pieces:
+        eager.mode = "eager (CPU: no CUDA graphs; the pieces were checked above)"
+        return eager, same
+    return stepper, same
 
 
 def main():
@@ -198,6 +356,10 @@ def main():
     parser.add_argument("--prompt", type=int)
     parser.add_argument("--new", type=int)
     parser.add_argument("--out", default=None, help="folder for decode_demo_b<batch>.json")
+    parser.add_argument("--eager", action="store_true",
+                        help="the fully eager decode loop (no CUDA graphs); always so on the CPU")
+    parser.add_argument("--pieces", action="store_true",
+                        help="the piecewise step with its pieces called, not graphed (a check)")
     args = parser.parse_args()
     defaults = CPU_SHAPES if args.device == "cpu" else {
         "layers": 8, "hidden": 4096, "heads": 32, "kv_heads": 8, "intermediate": 14336,
@@ -225,29 +387,33 @@ def main():
         print(f"{name}  torch {torch.__version__}  layers={args.layers} hidden={args.hidden} "
               f"heads={args.heads}/{args.kv_heads} batch={args.batch} prompt={args.prompt} "
               f"new={args.new}")
+        stepper, matches = make_stepper(model, args, prefill, first, max_len)
         makers = [lambda p: CatCache(p, max_len, device),
                   lambda p: StaticCache(p, max_len, device)] + [
             (lambda layout: lambda p: VirtualCache(p, max_len, device, layout))(layout)
             for layout in ("per_sequence", "sequence_major")]
-        results = [run(make, model, prefill, first, args) for make in makers]
+        results = [run(make, stepper, prefill, first, args) for make in makers]
+    for r in results:
+        r.update(mode=stepper.mode, capture_ms=getattr(stepper, "capture_ms", 0.0),
+                 step_matches_eager=matches)
     report(results, args)
 
 
-def run(make, model, prefill, first, args):
+def run(make, stepper, prefill, first, args):
     cuda = args.device == "cuda"
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     cache = make(prefill)
-    decode(model, cache, first, args.prompt, 8)  # warm-up with this cache type
+    decode(stepper, cache, first, args.prompt, 8)  # warm-up with this cache type
     del cache
     vtensor.synchronize()
     cache = make(prefill)
     after_prefill = cache.kv_bytes()
-    tokens, times, host = decode(model, cache, first, args.prompt, args.new)
+    tokens, times, host = decode(stepper, cache, first, args.prompt, args.new)
     at_end = cache.kv_bytes()
-    device_ms = (device_ms_per_step(model, cache, tokens[:, -1], args.prompt + args.new - 1,
+    device_ms = (device_ms_per_step(stepper, cache, tokens[:, -1], args.prompt + args.new - 1,
                                     PROFILED_STEPS) if cuda else None)
     result = {"name": cache.name, "tokens": tokens, "times": times, "host_times": host,
               "total_ms": sum(times), "host_ms": statistics.median(host),
@@ -264,6 +430,7 @@ def report(results, args):
     marks = [1, args.new // 4, args.new // 2, 3 * args.new // 4, args.new - 2]
     header = "".join(f"{'@' + str(args.prompt + m):>9}" for m in marks)
     gpu = args.device == "cuda"
+    print(f"decode step: {results[0]['mode']}")
     print(f"wall ms per step at context length (mean of 32 steps), total, host ms to issue a step "
           f"(median), GPU ms per step at {args.prompt + args.new} (profiler), KV bytes, peak = "
           f"{'allocator peak + ' if gpu else ''}mapped")

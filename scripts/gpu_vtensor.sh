@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call for the virtual-memory KV append: CUDA tests, micro-benchmark, decode demo.
-#   bash scripts/gpu_vtensor.sh [tests] [host] [bench] [demo] [demo8]   (default: tests bench demo)
+#   bash scripts/gpu_vtensor.sh [tests] [host] [bench] [demo] [demo8] [eager]   (default: tests bench demo)
+#   demo/demo8: the decode demo (piecewise CUDA graphs) at B=64 / B=8; eager: B=64 with --eager
 #   host: host µs to issue one vtensor_append vs the static slice write (B=64 and B=8)
 #   TESTS_K selects tests (default: every case but the CPU ones, which CI runs)
 # Logs, CSV, PNG and JSON go to $OUT. Wheels in .whl_vt/ (carried) fill in cuda-python or pytest
@@ -48,6 +49,10 @@ for stage in $STAGES; do
            echo "bench exit ${PIPESTATUS[0]}" ;;
     demo) timeout 160 python3 scripts/decode_demo.py --out "$OUT" 2>&1 | tee "$OUT/demo.log"
           echo "demo exit ${PIPESTATUS[0]}" ;;
+    eager) mkdir -p "$OUT/eager"
+           timeout 160 python3 scripts/decode_demo.py --eager --out "$OUT/eager" 2>&1 \
+             | tee "$OUT/demo_eager.log"
+           echo "eager exit ${PIPESTATUS[0]}" ;;
     demo8) timeout 120 python3 scripts/decode_demo.py --batch 8 --out "$OUT" 2>&1 \
              | tee "$OUT/demo8.log"
            echo "demo8 exit ${PIPESTATUS[0]}" ;;

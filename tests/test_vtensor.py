@@ -369,3 +369,25 @@ def test_cpu_use_never_loads_accelerator_drivers():
     append(_empty("cpu"), _tokens("cpu"))
     assert "custom_ops.vtensor.cuda_driver" not in sys.modules or torch.cuda.is_available()
     assert "custom_ops.vtensor.npu_driver" not in sys.modules
+
+
+@pytest.mark.parametrize("batch", [2, 16])
+def test_sequence_major_default_chunk_holds_whole_batch_tokens(device, batch):
+    """sequence_major's default chunk: max(chunk_bytes, sequence_major_chunk_tokens tokens of
+    the batch); mapped grows a chunk at a time and stays within live + one chunk."""
+    heads, head_dim = 8, 128  # float32: 4 KiB per token and sequence
+    token_bytes = batch * heads * head_dim * 4
+    granularity = vtensor.memory.device_memory(device).granularity
+    want = max(vtensor.DEFAULTS["chunk_bytes"],
+               vtensor.DEFAULTS["sequence_major_chunk_tokens"] * token_bytes)
+    chunk = -(-want // granularity) * granularity
+    cache = vtensor.empty(batch, heads, head_dim, capacity=256, dtype=torch.float32,
+                          device=device, layout="sequence_major")
+    before = vtensor.memory_stats(device)["mapped_bytes"]
+    for step in range(1, 140):
+        cache = append(cache, _tokens(device, batch, 1, heads, head_dim))
+        mapped = vtensor.memory_stats(device)["mapped_bytes"] - before + chunk  # + the base's
+        live = step * token_bytes
+        assert mapped % chunk == 0 and live <= mapped <= live + chunk, (step, mapped)
+    del cache
+    vtensor.synchronize()

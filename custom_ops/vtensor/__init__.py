@@ -24,7 +24,9 @@ def empty(batch: int, heads: int, head_dim: int, *, capacity: int, dtype: torch.
     """A virtual cache holding no tokens yet: returns its live view [B, 0, H, D].
 
     ``capacity`` tokens per sequence are reserved (address space only); physical memory is
-    mapped ``chunk_bytes`` at a time (rounded up to the driver's granularity) as tokens arrive.
+    mapped ``chunk_bytes`` at a time (rounded up to the driver's granularity) as tokens arrive;
+    by default ``DEFAULTS["chunk_bytes"]``, for sequence_major at least
+    ``DEFAULTS["sequence_major_chunk_tokens"]`` tokens of the whole batch.
     """
     for name, value in (("batch", batch), ("heads", heads), ("head_dim", head_dim),
                         ("capacity", capacity)):
