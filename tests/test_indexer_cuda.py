@@ -50,8 +50,12 @@ def test_chunked_workspace_equals_whole(monkeypatch, layout):
     from custom_ops.backends.cuda import indexer as cuda_indexer
     args, kwargs = make_indexer_inputs(q_lens=[5, 3, 6], k_lens=[3000, 800, 5000], layout=layout,
                                        return_value=True, device="cuda", seed=5)
+    from custom_ops.backends.cuda import configs
     whole = op(*args, **kwargs)
-    monkeypatch.setattr(cuda_indexer, "WORKSPACE_BYTES", 5120 * 4 * 3)  # 3 rows per chunk
+    cap = kwargs["block_table"].shape[1] * args[1].shape[1]
+    budget = configs.scratch_bytes(3, cap, kwargs["sparse_count"])
+    assert configs.rows_per_chunk(cap, kwargs["sparse_count"], budget) == 3
+    monkeypatch.setattr(cuda_indexer, "WORKSPACE_BYTES", budget)  # 3 rows per chunk
     chunked = op(*args, **kwargs)
     assert torch.equal(whole[0], chunked[0]) and torch.equal(whole[1], chunked[1])
     assert_indexer_close(*chunked, args, kwargs)

@@ -56,6 +56,39 @@ TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=4, programs=8 * 132,
                   min_segment=2048, rank_max_rows=4, rank_block=32)
 
 
+def candidate_slots(k: int) -> int:
+    """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256)."""
+    return 2 * max(256, 1 << (k - 1).bit_length())
+
+
+def segments(rows: int, cap: int, tc: TopkConfig) -> int:
+    """G: segment programs per row, so that rows·G is about tc.programs (rows·G <= programs + rows)."""
+    return max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
+
+
+def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
+    """Device memory one launch of both phases allocates for `rows` rows of `cap` keys: the
+    fp32 logits, the per-segment candidate slots (int64), the merged (mono, index) arrays, the
+    sort's outputs (int32 values, int64 positions), and the small per-row counters."""
+    tc = tc or TOPK
+    slots = candidate_slots(k)
+    g = segments(rows, cap, tc)
+    return rows * (cap * 4 + g * slots * 8 + slots * 8 + slots * 12 + g * 4 + 16)
+
+
+def rows_per_chunk(cap: int, k: int, budget: int, tc: TopkConfig | None = None) -> int:
+    """The most rows one launch may take so that scratch_bytes stays within `budget` (SPEC §1.6);
+    at least 1."""
+    lo, hi = 1, max(1, budget // max(1, cap * 4)) + 1
+    while lo < hi:  # largest r with scratch_bytes(r) <= budget (monotone in r)
+        mid = (lo + hi + 1) // 2
+        if scratch_bytes(mid, cap, k, tc) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
     q_block = 0 if max_seqlen_q <= DECODE_MAX_Q else PREFILL_Q_BLOCK
     return md.SplitParams(md.BACKEND_CUDA, num_workers=workers, q_block=q_block, k_block=K_BLOCK)

@@ -2,7 +2,8 @@
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
-workspace is rows × (block table capacity) fp32, at most WORKSPACE_BYTES per launch: longer
+workspace is rows × (block table capacity) fp32 plus phase 2's candidate arrays, at most
+WORKSPACE_BYTES per launch (configs.scratch_bytes counts it all): longer
 problems run in chunks of batches (BSND) or query tokens (TND), each a standalone sub-problem with
 its own schedule (SPEC §1.6). Nothing syncs with the host in graph capture or on the hot path.
 
@@ -19,7 +20,9 @@ import torch
 import triton
 
 from ... import _checks, metadata as md
-from .configs import DECODE_MAX_Q, WORKSPACE_BYTES, logits_config, topk_config
+from . import configs
+from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, logits_config,
+                      segments, topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
 from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
@@ -96,14 +99,14 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         num_warps=lc.num_warps, **common)
 
     k = p.sparse_count
-    k_pad = max(256, triton.next_power_of_2(k))  # few sizes: few compiled variants
-    cand_cap = 2 * k_pad
+    cand_cap = candidate_slots(k)  # few sizes: few compiled variants
+    k_pad = cand_cap // 2
     block_b = triton.next_power_of_2(max(p.batch, 1))
     thr = torch.empty((rows, 2), dtype=torch.int32, device=dev)
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
         NS=tc.samples, BLOCK_B=block_b, num_warps=tc.num_warps, **common)
-    g = max(1, min(triton.cdiv(tc.programs, rows), triton.cdiv(cap, tc.min_segment)))
+    g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
     _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, K_PAD=k_pad,
@@ -187,8 +190,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         _, mode, nq = _kernel_path(p, rows, s1, lc)
         _check_metadata_on_host(metadata, p, workers, lc.block_k, nq if mode else None)
 
-    per_row = cap * 4
-    rows_per_chunk = max(1, WORKSPACE_BYTES // per_row)
+    rows_per_chunk = configs.rows_per_chunk(cap, k, WORKSPACE_BYTES)
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
                    sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     if rows <= rows_per_chunk:

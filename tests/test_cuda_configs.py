@@ -1,0 +1,39 @@
+"""The CUDA backend's workspace arithmetic (SPEC §1.6), checked without a GPU: every launch's
+scratch (logits and phase-2 candidate arrays) stays within the budget, the chunk is the largest
+that does, and the benchmark's bar cases run unchunked."""
+import pytest
+
+from custom_ops.backends.cuda import configs
+
+BUDGET = configs.WORKSPACE_BYTES
+
+
+@pytest.mark.parametrize("k", [1, 255, 256, 2048])
+@pytest.mark.parametrize("cap", [16, 2048, 5000, 65536, 131072, 1 << 20, 1 << 23])
+def test_chunk_is_the_largest_within_budget(cap, k):
+    rows = configs.rows_per_chunk(cap, k, BUDGET)
+    assert rows >= 1
+    if rows > 1:
+        assert configs.scratch_bytes(rows, cap, k) <= BUDGET
+    assert configs.scratch_bytes(rows + 1, cap, k) > BUDGET
+
+
+def test_scratch_counts_phase_two():
+    """With short rows the candidate arrays, not the logits, bound the chunk (2048 keys, k=2048:
+    the logits alone would allow 32768 rows per 256 MiB)."""
+    assert configs.rows_per_chunk(2048, 2048, BUDGET) < BUDGET // (2048 * 4) // 4
+
+
+@pytest.mark.parametrize("rows", [64, 256])
+def test_bar_cases_are_not_chunked(rows):
+    """decode B=64 at 64K, next_n 1 and 4: one launch of each phase."""
+    assert configs.rows_per_chunk(65536, 2048, BUDGET) >= rows
+
+
+def test_candidate_slots_and_segments():
+    assert [configs.candidate_slots(k) for k in (1, 256, 257, 2048)] == [512, 512, 1024, 4096]
+    tc = configs.TOPK
+    for rows in (1, 8, 64, 256, 4096):
+        g = configs.segments(rows, 65536, tc)
+        assert 1 <= g <= -(-65536 // tc.min_segment)
+        assert rows * g <= tc.programs + rows
