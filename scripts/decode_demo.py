@@ -16,7 +16,7 @@ to eager. Before the timed runs the piecewise step is checked against the eager 
 over CHECK_STEPS steps, static cache); on the CPU the pieces are called without graphs for it.
 
 Checks that the three produce the same tokens; prints per-step time at several lengths, the
-total, the host time to issue a step (host-bound when it is about the wall time), peak memory
+total, the host time to issue a step (see `decode` for what it can show), peak memory
 and KV memory after the prefill and at the end. The virtual cache runs once per physical layout
 (per_sequence, sequence_major): the measurement that settles SPEC §3's choice.
 
@@ -281,8 +281,10 @@ def decode(stepper, cache, first, start, steps):
     """Greedy decoding: tokens [B, steps] and per-step milliseconds, wall and host.
 
     wall: CUDA events between steps (on the CPU, where every op is synchronous, the host time).
-    host: time.perf_counter around issuing the step, nothing synchronised; when it is about the
-    wall time the loop is host-bound, well below it the GPU is the bound.
+    host: time.perf_counter around issuing the step, nothing synchronised. Well below the wall
+    time it shows the GPU is the bound; about equal proves nothing on its own, because once the
+    launch queue is full issuing waits for the GPU too (the first steps, before it fills, show
+    the real host cost).
     """
     cuda = first.is_cuda
     tokens, host = [first], []

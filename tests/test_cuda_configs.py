@@ -9,13 +9,27 @@ BUDGET = configs.WORKSPACE_BYTES
 
 
 @pytest.mark.parametrize("k", [1, 255, 256, 2048])
-@pytest.mark.parametrize("cap", [16, 2048, 5000, 65536, 131072, 1 << 20, 1 << 23])
+@pytest.mark.parametrize("cap", [16, 2048, 5000, 65536, 131072, 249856, 1 << 20, 1 << 23])
 def test_chunk_is_the_largest_within_budget(cap, k):
     rows = configs.rows_per_chunk(cap, k, BUDGET)
     assert rows >= 1
     if rows > 1:
         assert configs.scratch_bytes(rows, cap, k) <= BUDGET
     assert configs.scratch_bytes(rows + 1, cap, k) > BUDGET
+
+
+@pytest.mark.parametrize("cap", [2048, 65536, 249856])
+def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
+    """Smaller launches (a last chunk, an unchunked call) never exceed what a full chunk may use,
+    and the bound covers the segment slots actually allocated (rows × G of them)."""
+    k = 2048
+    slots = configs.candidate_slots(k)
+    sizes = [configs.scratch_bytes(r, cap, k) for r in range(1, 700)]
+    assert sizes == sorted(sizes)
+    for rows in range(1, 700):
+        g = configs.segments(rows, cap, configs.TOPK)
+        allocated = rows * (cap * 4 + g * slots * 8 + slots * 8 + slots * 12 + g * 4 + 16)
+        assert allocated <= configs.scratch_bytes(rows, cap, k)
 
 
 def test_scratch_counts_phase_two():

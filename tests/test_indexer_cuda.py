@@ -46,7 +46,8 @@ def test_twenty_reruns_bitwise_equal(dtype, layout):
 
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_chunked_workspace_equals_whole(monkeypatch, layout):
-    """A problem larger than the workspace runs in chunks (SPEC §1.6) with the same result."""
+    """A problem larger than the workspace runs in chunks (SPEC §1.6) with the same result; in
+    BSND a sequence's 6 rows exceed the 3-row chunk, so each sequence runs in token windows."""
     from custom_ops.backends.cuda import indexer as cuda_indexer
     args, kwargs = make_indexer_inputs(q_lens=[5, 3, 6], k_lens=[3000, 800, 5000], layout=layout,
                                        return_value=True, device="cuda", seed=5)
@@ -96,6 +97,29 @@ def test_given_metadata_of_another_backend_is_rejected():
                        num_heads_k=1, head_dim=128, max_seqlen_q=2, device="cpu")
     with pytest.raises(ValueError, match="backend 'cpu'"):
         op(*args, metadata=cpu_meta.cuda(), **kwargs)
+
+
+def test_metadata_checked_per_call_not_per_tensor():
+    """Metadata accepted for one call is checked again for another (batch size differs)."""
+    args, kwargs = make_indexer_inputs(q_lens=[2, 1], k_lens=[300, 200], device="cuda")
+    meta = metadata_for(kwargs, 2)
+    op(*args, metadata=meta, **kwargs)
+    args3, kwargs3 = make_indexer_inputs(q_lens=[2, 1, 1], k_lens=[300, 200, 100], device="cuda")
+    with pytest.raises(ValueError, match="batch size 2"):
+        op(*args3, metadata=meta, **kwargs3)
+
+
+def test_metadata_must_cover_every_query_token():
+    """A schedule made for fewer query tokens than a sequence has would leave rows unscheduled:
+    eager calls reject it; one made for more tokens (prefill metadata in decode) is fine."""
+    args, kwargs = make_indexer_inputs(q_lens=[80, 3], k_lens=[3000, 500], sparse_count=256,
+                                       device="cuda")
+    with pytest.raises(ValueError, match="covers 64 query tokens per sequence"):
+        op(*args, metadata=metadata_for(kwargs, 17), **kwargs)
+    args, kwargs = make_indexer_inputs(q_lens=[3, 2], k_lens=[3000, 1000], sparse_count=256,
+                                       return_value=True, device="cuda")
+    out = op(*args, metadata=metadata_for(kwargs, 64), **kwargs)
+    assert_indexer_close(*out, args, kwargs)
 
 
 def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage():

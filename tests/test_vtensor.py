@@ -160,6 +160,22 @@ def test_shortcut_result_after_stale_append_stays_intact(device):
     assert torch.equal(grown, torch.cat([kept, states], 1))
 
 
+def test_result_repointed_at_another_cache_is_not_trusted(device):
+    """A result re-pointed with set_() at another cache's live view is that cache's live view:
+    appending to it grows that cache, and the other cache's old result then counts as stale
+    (copied), so no token a held view shows is overwritten."""
+    a = append(_empty(device), _tokens(device, steps=2))
+    b = append(_empty(device), _tokens(device, steps=2))
+    b_tokens = b.clone()
+    a.set_(b)
+    states = _tokens(device)
+    grown = append(a, states)
+    assert torch.equal(grown, torch.cat([b_tokens, states], 1))
+    kept = grown.clone()
+    other = append(b, _tokens(device))  # b is stale now: copied, `grown` untouched
+    assert torch.equal(grown, kept) and other.data_ptr() != grown.data_ptr()
+
+
 def test_truncate_rolls_back_in_place(device):
     cache = append(_empty(device), _tokens(device, steps=10))
     accepted = cache[:, :7].clone()

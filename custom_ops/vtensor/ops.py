@@ -95,7 +95,9 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
         # (a mismatch included, for its error message) takes the general path below.
         shape = virtual.result_shape
         length = shape[1]
-        if virtual.result() is cache and virtual.length == length and cache.shape == shape:
+        # (the storage check catches a result re-pointed with set_ at another storage)
+        if (virtual.result() is cache and virtual.length == length and cache.shape == shape
+                and cache.untyped_storage().data_ptr() == virtual.reservation.address):
             shape = states.shape
             if (len(shape) == 4 and shape[0] == virtual.batch and shape[2] == virtual.heads
                     and shape[3] == virtual.head_dim and states.dtype == virtual.dtype

@@ -67,26 +67,22 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
 
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
-    """Device memory one launch of both phases allocates for `rows` rows of `cap` keys: the
-    fp32 logits, the per-segment candidate slots (int64), the merged (mono, index) arrays, the
-    sort's outputs (int32 values, int64 positions), and the small per-row counters."""
+    """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
+    `cap` keys: fp32 logits, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
+    rows·G <= programs + rows, which keeps the bound monotone in rows), the merged (mono, index)
+    arrays, the sort's outputs (int32 values, int64 positions) and small per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k)
-    g = segments(rows, cap, tc)
-    return rows * (cap * 4 + g * slots * 8 + slots * 8 + slots * 12 + g * 4 + 16)
+    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + slots * 8 + slots * 12 + 4 + 16
+    return rows * per_row + tc.programs * (slots * 8 + 4)
 
 
 def rows_per_chunk(cap: int, k: int, budget: int, tc: TopkConfig | None = None) -> int:
     """The most rows one launch may take so that scratch_bytes stays within `budget` (SPEC §1.6);
     at least 1."""
-    lo, hi = 1, max(1, budget // max(1, cap * 4)) + 1
-    while lo < hi:  # largest r with scratch_bytes(r) <= budget (monotone in r)
-        mid = (lo + hi + 1) // 2
-        if scratch_bytes(mid, cap, k, tc) <= budget:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    tc = tc or TOPK
+    fixed = scratch_bytes(0, cap, k, tc)
+    return max(1, (budget - fixed) // (scratch_bytes(1, cap, k, tc) - fixed))
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:

@@ -29,29 +29,46 @@ from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
-# Metadata tensors already checked on the host: id -> (weak reference, version checked).
+# Metadata already checked on the host: id -> (weak reference, what was checked).
 _checked: dict = {}
 _CHECKED_MAX = 64
 
 
-def _check_metadata_on_host(metadata, p: _checks.IndexerProblem, workers: int, block_k: int,
-                            max_q_block: int | None):
-    """Eager-mode check of a caller's metadata, once per tensor version (it syncs)."""
+def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int:
+    """Most query tokens of one sequence in this call (host sync: eager checks only)."""
+    if p.layout_query == "BSND":
+        return p.max_s1 if asq is None else int(asq.clamp(0, p.max_s1).max())
+    ends = asq.to(torch.int64).clamp(0, p.max_s1)
+    if leading_zero:
+        starts, ends = ends[:-1], ends[1:]
+    else:
+        starts = torch.cat([ends.new_zeros(1), ends[:-1]])
+    return int((ends - starts.clamp(max=ends)).clamp(min=0).max())
+
+
+def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: int,
+                            block_k: int, leading_zero: bool):
+    """Eager-mode check of a caller's metadata against this call (it syncs): once per metadata
+    version, call signature and query-length tensor version."""
+    key = (metadata._version, p, workers, block_k,
+           None if asq is None else (id(asq), asq._version))
     seen = _checked.get(id(metadata))
-    if seen is not None and seen[0]() is metadata and seen[1] == metadata._version:
+    if seen is not None and seen[0]() is metadata and seen[1] == key:
         return
     sched = md.decode(metadata)
     md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch, sparse_mode=p.sparse_mode,
                      cmp_ratio=p.cmp_ratio, layout_query=p.layout_query, num_workers=workers)
     if sched.k_block <= 0 or sched.k_block % block_k:
         raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
-    if max_q_block is not None and sched.q_block > max_q_block:
-        raise ValueError(f"metadata q_block must be at most {max_q_block} for this call "
-                         f"(max_seqlen_q {p.max_s1}), got {sched.q_block}: compute the metadata "
-                         "with this call's max_seqlen_q")
+    tokens = _max_query_tokens(asq, p, leading_zero)
+    if sched.q_block > 0 and sched.q_block * sched.q_blocks < tokens:
+        raise ValueError(
+            f"metadata covers {sched.q_block * sched.q_blocks} query tokens per sequence "
+            f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a sequence "
+            f"of {tokens}: compute the metadata with this call's max_seqlen_q")
     if len(_checked) >= _CHECKED_MAX:
         _checked.pop(next(iter(_checked)))
-    _checked[id(metadata)] = (weakref.ref(metadata), metadata._version)
+    _checked[id(metadata)] = (weakref.ref(metadata), key)
 
 
 def _in_graph_or_compile() -> bool:
@@ -144,6 +161,24 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
     return (new_end - r0).to(torch.int32), s2.to(torch.int32)
 
 
+def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
+                 p: _checks.IndexerProblem, leading_zero: bool, rows_per_chunk: int,
+                 workers: int):
+    """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
+    sub-problem with its own lengths (computed on the device) and schedule."""
+    rows = p.max_s1
+    lengths = dict(batch=p.batch, layout_query="TND", sparse_count=p.sparse_count,
+                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
+    for r0 in range(0, rows, rows_per_chunk):
+        r1 = min(rows, r0 + rows_per_chunk)
+        sub_asq, sub_ask = _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, p.sparse_mode == 3)
+        sub = dataclasses.replace(p, max_s1=r1 - r0)
+        meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
+        _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
+             block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
+             p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers)
+
+
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
 def npu_vllm_quant_lightning_indexer(
         query, key, weights, query_dequant_scale, key_dequant_scale, *,
@@ -185,10 +220,9 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     query = query.reshape(rows, *query.shape[-2:]).contiguous()
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
-    if metadata is not None and not _in_graph_or_compile() and query.device.type == "cuda":
+    if metadata is not None and query.device.type == "cuda" and not _in_graph_or_compile():
         lc = logits_config(query.dtype == torch.int8, s1 if not tnd else rows)
-        _, mode, nq = _kernel_path(p, rows, s1, lc)
-        _check_metadata_on_host(metadata, p, workers, lc.block_k, nq if mode else None)
+        _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
     rows_per_chunk = configs.rows_per_chunk(cap, k, WORKSPACE_BYTES)
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
@@ -198,8 +232,12 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
             asq, ask, max_seqlen_q=s1, **lengths)
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
              p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers)
-    elif not tnd:
-        per_chunk = max(1, rows_per_chunk // s1)
+    elif tnd:
+        _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
+                     val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
+                     workers=workers)
+    elif rows_per_chunk >= s1:  # whole sequences per chunk
+        per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
             b1 = min(p.batch, b0 + per_chunk)
             sub_asq = None if asq is None else asq[b0:b1]
@@ -212,14 +250,15 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
                  val_out[r0:r1] if p.return_value else val_out,
                  p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers)
     else:
-        for r0 in range(0, rows, rows_per_chunk):
-            r1 = min(rows, r0 + rows_per_chunk)
-            sub_asq, sub_ask = _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero,
-                                                  p.sparse_mode == 3)
-            sub = dataclasses.replace(p, max_s1=r1 - r0)
-            meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
-            _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
-                 block_table, meta, idx_out[r0:r1],
-                 val_out[r0:r1] if p.return_value else val_out,
-                 p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers)
+        # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
+        # over its rows (rows past its length are TND's padding: -1), cut into token windows
+        one = dataclasses.replace(p, batch=1, layout_query="TND")
+        for b in range(p.batch):
+            r0, r1 = b * s1, (b + 1) * s1
+            asq_b = asq[b:b + 1] if asq is not None else torch.full(
+                (1,), s1, dtype=torch.int32, device=ask.device)
+            _run_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, asq_b,
+                         ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
+                         val_out[r0:r1] if p.return_value else val_out, p=one,
+                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

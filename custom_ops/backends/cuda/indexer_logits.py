@@ -54,8 +54,7 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 @triton.jit
 def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
-              TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr,
-              MODE: tl.constexpr, NQ: tl.constexpr):
+              TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
     """Whether the metadata describes this call: format v1, CUDA, W workers, tiles it can run."""
     q_block = tl.load(md_ptr + 3)
     k_block = tl.load(md_ptr + 4)
@@ -64,8 +63,6 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
     ok = ok & (k_block > 0) & (k_block % BLOCK_K == 0) & (q_block >= 0)
     ok = ok & (tl.load(md_ptr + 7) >= 1) & (tl.load(md_ptr + 10) == CMP)
     ok = ok & (tl.load(md_ptr + 9) == (3 if CAUSAL else 0)) & (tl.load(md_ptr + 11) == (1 if TND else 0))
-    if MODE != 0:  # the decode paths hold at most NQ tokens of a unit (q_block 0: all <= NQ)
-        ok = ok & (q_block <= NQ)
     return ok
 
 
@@ -149,7 +146,7 @@ def _indexer_logits_kernel(
     W = tl.num_programs(0) // P
     worker = pid // P
     sub = pid % P
-    ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND, MODE, NQ)
+    ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     if pid == 0:
         tl.store(err_ptr, tl.where(ok, 0, 1))
     if ok:
