@@ -219,3 +219,17 @@ def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
             outs.append(op(*args, **kwargs))
             assert_indexer_close(*outs[-1], args, kwargs)
         assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1]), dtype
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
+    """TND decode with at most 4 tokens in all takes the stacked path; integer-valued inputs with
+    repeated keys make real ties, which must come back in index order (exact comparison)."""
+    qk, sc = DTYPES[dtype]
+    for q_lens in ([2, 1, 1], [1, 2]):
+        args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[7000, 3000, 900][:len(q_lens)],
+                                           layout="TND", qk_dtype=qk, scale_dtype=sc,
+                                           sparse_count=512, ties=True, return_value=True,
+                                           device="cuda", seed=11)
+        poison()
+        assert_indexer_close(*op(*args, **kwargs), args, kwargs, exact=True)
