@@ -272,9 +272,15 @@ def test_resize_backing_keeps_device_limits_in_step(device):
     chunk_tokens = _chunk(device) // 128
     full = vtensor.capacity_view(_empty(device, batch=2, capacity=4 * chunk_tokens))
     virtual = vtensor.lookup(full)
+    copies = 0
     for lengths in ([3, 3], [3, 3], [chunk_tokens + 1, 3], [chunk_tokens + 1, 3], [5, 5]):
+        before, version = list(virtual.limits_host), virtual.limits._version
         vtensor.resize_backing(full, lengths)
         assert virtual.limits.tolist() == virtual.mapped_tokens() == virtual.limits_host
+        copied = virtual.limits._version != version  # every copy_ into limits bumps its version
+        assert copied == (virtual.limits_host != before), lengths
+        copies += copied
+    assert 1 <= copies < 5
 
 
 def test_resize_backing_shrinks_after_the_fence(device):
