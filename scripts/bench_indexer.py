@@ -217,9 +217,11 @@ def sweep(bw):
     from custom_ops.backends.cuda import configs
     cfg = configs.LogitsConfig
     decode = [cfg(64, 4, 4, 3), cfg(64, 2, 4, 5), cfg(64, 4, 4, 4), cfg(64, 8, 4, 3),
-              cfg(64, 2, 4, 4), cfg(128, 4, 4, 3), cfg(64, 2, 4, 5, False)]
+              cfg(64, 2, 4, 4), cfg(128, 4, 4, 3), cfg(64, 2, 4, 5, False),
+              cfg(64, 4, 4, 3, tma=True), cfg(64, 2, 4, 5, tma=True), cfg(64, 4, 4, 4, tma=True),
+              cfg(64, 8, 4, 3, tma=True)]
     prefill = [cfg(128, 4, 4, 3), cfg(256, 2, 8, 2), cfg(256, 1, 8, 3), cfg(128, 2, 8, 3),
-               cfg(64, 4, 4, 3)]
+               cfg(64, 4, 4, 3), cfg(64, 4, 4, 3, tma=True), cfg(64, 2, 8, 3, tma=True)]
     topk = [(528, 8), (1056, 8), (2112, 8), (1056, 0), (1056, 32)]
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK

@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--min-segment", type=int, help="keys per phase-2 segment at least")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
+    ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     opts = ap.parse_args()
     tc = configs.TOPK
     if opts.rank_max_rows is not None:
@@ -63,9 +64,10 @@ def main():
     if opts.min_segment is not None:
         tc = dataclasses.replace(tc, min_segment=opts.min_segment)
     configs.TOPK = tc
-    if opts.block_k is not None:
-        for key, lc in list(configs.LOGITS.items()):
-            configs.LOGITS[key] = dataclasses.replace(lc, block_k=opts.block_k)
+    for key, lc in list(configs.LOGITS.items()):
+        if opts.block_k is not None:
+            lc = dataclasses.replace(lc, block_k=opts.block_k)
+        configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma)
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):

@@ -233,3 +233,26 @@ def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
                                            device="cuda", seed=11)
         poison()
         assert_indexer_close(*op(*args, **kwargs), args, kwargs, exact=True)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("q_lens,layout", [([1, 1, 1], "BSND"), ([3, 2, 4], "BSND"),
+                                           ([40, 30], "TND")], ids=["single", "stacked", "prefill"])
+def test_tma_tiles_equal_pointer_tiles(monkeypatch, dtype, q_lens, layout):
+    """Key tiles by TMA descriptor (LogitsConfig.tma, page-contiguous tiles only) give the same
+    bits as pointer loads, on every phase-1 path, with a cache strided along the block axis."""
+    import dataclasses
+    from custom_ops.backends.cuda import configs
+    qk, sc = DTYPES[dtype]
+    args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[5000, 3000, 700][:len(q_lens)],
+                                       layout=layout, qk_dtype=qk, scale_dtype=sc,
+                                       block_size=128, sparse_count=512, return_value=True,
+                                       device="cuda", seed=7)
+    outs = []
+    for tma in (False, True):
+        for key, lc in list(configs.LOGITS.items()):
+            monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(lc, block_k=64, tma=tma))
+        poison()
+        outs.append(op(*args, **kwargs))
+        assert_indexer_close(*outs[-1], args, kwargs)
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

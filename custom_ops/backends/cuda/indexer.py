@@ -18,6 +18,7 @@ import weakref
 
 import torch
 import triton
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _checks, metadata as md
 from . import configs
@@ -75,6 +76,14 @@ def _in_graph_or_compile() -> bool:
     return torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()
 
 
+def _tma_ok(key) -> bool:
+    """Whether a TMA descriptor can describe the cache: 16-byte aligned base and block stride,
+    rows of D contiguous elements (the slot stride D)."""
+    size = key.element_size()
+    return (key.data_ptr() % 16 == 0 and key.stride(0) * size % 16 == 0
+            and key.stride(1) == key.shape[3] and key.stride(3) == 1)
+
+
 def _kernel_path(p: _checks.IndexerProblem, rows: int, s1: int, lc):
     """(decode, phase-1 path, NQ). Decode (one query block per sequence): up to lc.max_stack
     tokens of a unit share one stacked dot (path 2; path 1 for one token, query hoisted);
@@ -105,11 +114,18 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
+    contig = p.block_size % lc.block_k == 0
+    tma = lc.tma and contig and _tma_ok(key)
+    keys = key
+    if tma:  # the cache as [NB, PAGE, D] (strided along blocks only), one bulk copy per tile
+        keys = TensorDescriptor(key, shape=[key.shape[0], key.shape[1], key.shape[3]],
+                                strides=[key.stride(0), key.stride(1), 1],
+                                block_shape=[1, lc.block_k, key.shape[3]])
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
-        query, weights, qscale, key, key.stride(0), kscale, kscale.stride(0),
+        query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
-        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=p.block_size % lc.block_k == 0,
+        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,

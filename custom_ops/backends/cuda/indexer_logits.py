@@ -68,12 +68,14 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 @triton.jit
 def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BLOCKS,
-               FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr, BLOCK_K: tl.constexpr,
-               D: tl.constexpr):
+               FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
+               BLOCK_K: tl.constexpr, D: tl.constexpr):
     """Key tile [BLOCK_K, D] of compressed keys [t, t + BLOCK_K) and its scales, through the
     block table. CONTIG (PAGE % BLOCK_K == 0): the tile never straddles a page, so one
-    block-table read serves it and it is one contiguous run of the cache; otherwise each key
-    row looks up its own page."""
+    block-table read serves it and it is one contiguous run of the cache; TMA (with CONTIG):
+    k_ptr is a tensor descriptor over the cache as [NB, PAGE, D] and the tile is one bulk copy
+    (rows past j1 are read too: each key row only feeds its own score, never stored). Otherwise
+    each key row looks up its own page."""
     j = t + tl.arange(0, BLOCK_K)
     jm = j < j1
     if CONTIG:
@@ -82,9 +84,12 @@ def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BL
         page = tl.load(bt_row + j // PAGE, mask=jm, other=0)
     page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
     slot = j % PAGE
-    # rows past j1 stay unloaded: each key row only feeds its own score, which is not stored
-    k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + tl.arange(0, D)[None, :],
-                mask=jm[:, None])
+    if TMA:
+        k = tl.reshape(k_ptr.load([page.to(tl.int32), t % PAGE, 0]), [BLOCK_K, D])
+    else:
+        # rows past j1 stay unloaded: each key row only feeds its own score, which is not stored
+        k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + tl.arange(0, D)[None, :],
+                    mask=jm[:, None])
     ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
     if FP8_AS_F16:
         k = k.to(tl.float16)
@@ -130,7 +135,7 @@ def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
 @triton.jit
 def _indexer_logits_kernel(
         q_ptr, w_ptr, qs_ptr,  # [R, H, D] int8/fp8, [R, H], [R, H] fp16/fp32
-        k_ptr, stride_kb, ks_ptr, stride_ksb,  # key [NB, PAGE, 1, D], key scale [NB, PAGE, 1]
+        k_ptr, stride_kb, ks_ptr, stride_ksb,  # key [NB, PAGE, 1, D] (or its TMA descriptor), key scale [NB, PAGE, 1]
         bt_ptr, stride_bt,  # block table [B, MB] int32
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
@@ -138,7 +143,8 @@ def _indexer_logits_kernel(
         B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
-        MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, NUM_STAGES: tl.constexpr,
+        MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
+        NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
@@ -190,7 +196,7 @@ def _indexer_logits_kernel(
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
                         tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa), mask=j < j1)
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
@@ -213,14 +219,14 @@ def _indexer_logits_kernel(
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
                         tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
                                  _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, BLOCK_K, D)
+                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
                         for s in range(s_lo, s_hi):
                             vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
                             if t < vis:
