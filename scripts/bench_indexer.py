@@ -222,7 +222,9 @@ def sweep(bw):
               cfg(64, 8, 4, 3, tma=True)]
     prefill = [cfg(128, 4, 4, 3), cfg(256, 2, 8, 2), cfg(256, 1, 8, 3), cfg(128, 2, 8, 3),
                cfg(64, 4, 4, 3), cfg(64, 4, 4, 3, tma=True), cfg(64, 2, 8, 3, tma=True)]
-    topk = [(528, 8), (1056, 8), (2112, 8), (1056, 0), (1056, 32)]
+    topk = [dict(programs=528), dict(programs=2112), dict(rank_max_rows=0),
+            dict(rank_max_rows=16), dict(threshold_bits=24), dict(threshold_bits=20),
+            dict(rank_prefetch=True), dict(threshold_bits=20, rank_prefetch=True)]
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
@@ -245,12 +247,10 @@ def sweep(bw):
                       flush=True)
             configs.LOGITS.update(base)
             if dtype == "int8" and layout == "BSND":
-                for programs, rank_rows in topk:
-                    configs.TOPK = dataclasses.replace(base_topk, programs=programs,
-                                                       rank_max_rows=rank_rows)
+                for change in topk:
+                    configs.TOPK = dataclasses.replace(base_topk, **change)
                     us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
-                    print(f"{tag} topk programs={programs} rank_max_rows={rank_rows}: "
-                          f"{us:8.1f} us", flush=True)
+                    print(f"{tag} topk {change}: {us:8.1f} us", flush=True)
                 configs.TOPK = base_topk
             del sets
             torch.cuda.empty_cache()

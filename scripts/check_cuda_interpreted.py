@@ -57,12 +57,17 @@ def main():
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
+    ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
+    ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
     opts = ap.parse_args()
     tc = configs.TOPK
     if opts.rank_max_rows is not None:
         tc = dataclasses.replace(tc, rank_max_rows=opts.rank_max_rows)
     if opts.min_segment is not None:
         tc = dataclasses.replace(tc, min_segment=opts.min_segment)
+    if opts.threshold_bits is not None:
+        tc = dataclasses.replace(tc, threshold_bits=opts.threshold_bits)
+    tc = dataclasses.replace(tc, rank_prefetch=opts.rank_prefetch or tc.rank_prefetch)
     configs.TOPK = tc
     for key, lc in list(configs.LOGITS.items()):
         if opts.block_k is not None:

@@ -256,3 +256,23 @@ def test_tma_tiles_equal_pointer_tiles(monkeypatch, dtype, q_lens, layout):
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
+def test_topk_options_give_the_same_bits(monkeypatch, q_lens):
+    """The top-k's tuning options (bits of the bisected threshold, rank prefetch) change how the
+    candidates are found and ranked, never the result."""
+    import dataclasses
+    from custom_ops.backends.cuda import configs
+    k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]
+    args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
+                                       return_value=True, device="cuda", seed=9)
+    outs = []
+    for bits, prefetch in ((32, False), (20, False), (32, True), (24, True)):
+        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
+            configs.TOPK, threshold_bits=bits, rank_prefetch=prefetch, rank_max_rows=16))
+        poison()
+        outs.append(op(*args, **kwargs))
+    assert_indexer_close(*outs[0], args, kwargs)
+    for out in outs[1:]:
+        assert torch.equal(out[0], outs[0][0]) and torch.equal(out[1], outs[0][1])

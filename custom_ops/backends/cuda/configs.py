@@ -40,6 +40,8 @@ class TopkConfig:
     min_segment: int  # keys per segment at least (each program recomputes the threshold)
     rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
     rank_block: int  # candidates ranked per program
+    threshold_bits: int = 32  # top bits of the threshold found by bisection (one step per bit)
+    rank_prefetch: bool = False  # rank: load the next block of candidates ahead (not yet measured)
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -63,7 +65,8 @@ def candidate_slots(k: int) -> int:
 
 
 def segments(rows: int, cap: int, tc: TopkConfig) -> int:
-    """G: segment programs per row, so that rows·G is about tc.programs (rows·G <= programs + rows)."""
+    """G: segment programs per row, so that rows·G is about tc.programs
+    (rows·G <= programs + rows)."""
     return max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
 
 

@@ -138,7 +138,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     thr = torch.empty((rows, 2), dtype=torch.int32, device=dev)
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
-        NS=tc.samples, BLOCK_B=block_b, num_warps=tc.num_warps, **common)
+        NS=tc.samples, BITS=tc.threshold_bits, BLOCK_B=block_b, num_warps=tc.num_warps,
+        **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
@@ -154,7 +155,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     if rows <= tc.rank_max_rows:
         _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
             mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
-            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, num_warps=4)
+            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, PREFETCH=tc.rank_prefetch,
+            num_warps=4)
     else:
         ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
         block = min(1024, triton.next_power_of_2(k))

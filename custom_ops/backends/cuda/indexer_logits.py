@@ -135,7 +135,8 @@ def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
 @triton.jit
 def _indexer_logits_kernel(
         q_ptr, w_ptr, qs_ptr,  # [R, H, D] int8/fp8, [R, H], [R, H] fp16/fp32
-        k_ptr, stride_kb, ks_ptr, stride_ksb,  # key [NB, PAGE, 1, D] (or its TMA descriptor), key scale [NB, PAGE, 1]
+        k_ptr, stride_kb,  # key [NB, PAGE, 1, D], or its TMA descriptor as [NB, PAGE, D]
+        ks_ptr, stride_ksb,  # key scale [NB, PAGE, 1]
         bt_ptr, stride_bt,  # block table [B, MB] int32
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]

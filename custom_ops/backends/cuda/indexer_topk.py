@@ -129,9 +129,11 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _sample_threshold(row_ptr, n, K, NS: tl.constexpr):
+def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr):
     """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it.
-    (A [NS, 16] comparison per 4-bit step was tried: it spills and cost ~200 µs per row.)"""
+    Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
+    candidates), one serial block reduction per bit. (A [NS, 16] comparison per 4-bit step was
+    tried: it spills and cost ~200 µs per row.)"""
     stride = tl.cdiv(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
@@ -140,7 +142,7 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr):
     u = tl.where(sm, u, -1)
     need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
     best = tl.zeros([], dtype=tl.int64)
-    for bit in tl.static_range(31, -1, -1):
+    for bit in tl.static_range(31, 31 - BITS, -1):
         cand = best + (1 << bit)
         if tl.sum((u >= cand).to(tl.int32), 0) >= need:
             best = cand
@@ -180,13 +182,14 @@ def _indexer_threshold_kernel(
         asq_ptr, ask_ptr, md_ptr, err_ptr,
         B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
-        LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BLOCK_B: tl.constexpr):
+        LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr,
+        BLOCK_B: tl.constexpr):
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
     t0 = INT32_MIN
     if n > K:
-        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS)
+        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS, BITS)
     tl.store(thr_ptr + 2 * r, n)
     tl.store(thr_ptr + 2 * r + 1, t0)
 
@@ -256,7 +259,7 @@ def _indexer_rank_kernel(
         mono_ptr, idx_ptr, tot_ptr,  # each row's candidates (index order) and their count
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
-        BLOCK_J: tl.constexpr):
+        BLOCK_J: tl.constexpr, PREFETCH: tl.constexpr):
     """Candidate i goes to position rank(i) = #{j : mono_j > mono_i} + #{j < i : mono_j == mono_i}
     (candidates are in index order, so that is SPEC's order); positions from min(total, K) on
     get -1 / -inf. Blocks of j wholly before i count mono_j >= mono_i, wholly after mono_j >
@@ -270,10 +273,17 @@ def _indexer_rank_kernel(
     beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
     if i0 < total:
         # (an unrolled loop over all CAP slots measured 29 µs against 13 µs for this one)
+        # past `total` the arrays hold PAD_MONO, below every candidate: never counted
+        if PREFETCH:
+            nxt = tl.load(mono_ptr + r64 * CAP + tl.arange(0, BLOCK_J))
         for j0 in range(0, total, BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
-            # past `total` the arrays hold PAD_MONO, below every candidate: never counted
-            mono_j = tl.load(mono_ptr + r64 * CAP + j)
+            if PREFETCH:  # the next block's load is in flight while this one is compared
+                mono_j = nxt
+                nxt = tl.load(mono_ptr + r64 * CAP + j + BLOCK_J, mask=j + BLOCK_J < CAP,
+                              other=PAD_MONO)
+            else:
+                mono_j = tl.load(mono_ptr + r64 * CAP + j)
             if j0 + BLOCK_J <= i0:
                 beats += (mono_j[None, :] >= mono_i[:, None]).to(tl.int32)
             elif j0 >= i0 + BLOCK_I:
