@@ -94,14 +94,18 @@ def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
     return md.SplitParams(md.BACKEND_CUDA, num_workers=workers, q_block=q_block, k_block=K_BLOCK)
 
 
-def logits_config(is_int8: bool, unit_tokens: int) -> LogitsConfig:
-    """Configuration for a call whose work units hold up to `unit_tokens` query tokens."""
+def logits_path(is_int8: bool, unit_tokens: int) -> tuple[str, LogitsConfig]:
+    """Phase-1 path and its configuration for a call whose work units hold up to `unit_tokens`
+    query tokens: "single" (one), "stacked" (decode, up to the stacked config's max_stack),
+    "prefill" (the per-token loop: prefill, and decode beyond max_stack)."""
     dtype = "int8" if is_int8 else "fp8"
-    if unit_tokens > DECODE_MAX_Q:
-        return LOGITS[(dtype, "prefill")]
-    if unit_tokens > 1 and unit_tokens <= LOGITS[(dtype, "stacked")].max_stack:
-        return LOGITS[(dtype, "stacked")]
-    return LOGITS[(dtype, "single" if unit_tokens <= 1 else "prefill")]
+    if unit_tokens <= 1:
+        path = "single"
+    elif unit_tokens <= min(DECODE_MAX_Q, LOGITS[(dtype, "stacked")].max_stack):
+        path = "stacked"
+    else:
+        path = "prefill"
+    return path, LOGITS[(dtype, path)]
 
 
 def topk_config() -> TopkConfig:

@@ -22,8 +22,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _checks, metadata as md
 from . import configs
-from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, logits_config,
-                      segments, topk_config)
+from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
+                      topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
 from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
@@ -84,16 +84,14 @@ def _tma_ok(key) -> bool:
             and key.stride(1) == key.shape[3] and key.stride(3) == 1)
 
 
-def _kernel_path(p: _checks.IndexerProblem, rows: int, s1: int, lc):
-    """(decode, phase-1 path, NQ). Decode (one query block per sequence): up to lc.max_stack
-    tokens of a unit share one stacked dot (path 2; path 1 for one token, query hoisted);
-    prefill units (q_block tokens) take the per-token loop (path 0)."""
+def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
+    """(unit tokens, phase-1 kernel path, NQ, config). A decode unit holds a sequence's tokens
+    (BSND: up to S1; TND: up to all rows); path 1 = one token, query hoisted; 2 = up to
+    max_stack tokens stacked into one dot, NQ = their power-of-two padding; 0 = per-token loop."""
     unit_tokens = s1 if p.layout_query == "BSND" else rows
-    decode = unit_tokens <= DECODE_MAX_Q
-    if decode and unit_tokens <= lc.max_stack:
-        nq = triton.next_power_of_2(unit_tokens)
-        return decode, 1 if nq == 1 else 2, nq
-    return decode, 0, 1
+    path, lc = configs.logits_path(is_int8, unit_tokens)
+    mode = {"single": 1, "stacked": 2, "prefill": 0}[path]
+    return unit_tokens, mode, triton.next_power_of_2(unit_tokens) if mode == 2 else 1, lc
 
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
@@ -101,13 +99,12 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     """Both phases for one (sub-)problem whose `rows` output rows fit the workspace."""
     is_int8 = query.dtype == torch.int8
     cap = p.max_blocks_per_seq * p.block_size
-    lc = logits_config(is_int8, s1 if p.layout_query == "BSND" else rows)
     tc = topk_config()
     dev = query.device
     tnd = p.layout_query == "TND"
-    decode, mode, nq = _kernel_path(p, rows, s1, lc)
+    unit_tokens, mode, nq, lc = _logits_path(p, rows, s1, is_int8)
     fp8_as_f16 = lc.fp8_as_f16 and not is_int8
-    if fp8_as_f16 and not decode:
+    if fp8_as_f16 and unit_tokens > DECODE_MAX_Q:
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
     logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
@@ -239,7 +236,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
     if metadata is not None and query.device.type == "cuda" and not _in_graph_or_compile():
-        lc = logits_config(query.dtype == torch.int8, s1 if not tnd else rows)
+        lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
     rows_per_chunk = configs.rows_per_chunk(cap, k, WORKSPACE_BYTES)
