@@ -211,47 +211,68 @@ def bench_metadata(results, writer, calls=20):
               f"{single:.1f} us)", flush=True)
 
 
-def sweep(bw):
-    """Time the bar cases under alternative launch configurations (tuning the configs table)."""
+def sweep(bw, only=""):
+    """Time the bar cases under alternative launch configurations (tuning the configs table):
+    one aligned line per (case, configuration), the default first."""
     import dataclasses
-    from custom_ops.backends.cuda import configs
-    cfg = configs.LogitsConfig
-    decode = [cfg(64, 4, 4, 3), cfg(64, 2, 4, 5), cfg(64, 4, 4, 4), cfg(64, 8, 4, 3),
-              cfg(64, 2, 4, 4), cfg(128, 4, 4, 3), cfg(64, 2, 4, 5, False),
-              cfg(64, 4, 4, 3, tma=True), cfg(64, 2, 4, 5, tma=True), cfg(64, 4, 4, 4, tma=True),
-              cfg(64, 8, 4, 3, tma=True)]
-    prefill = [cfg(128, 4, 4, 3), cfg(256, 2, 8, 2), cfg(256, 1, 8, 3), cfg(128, 2, 8, 3),
-               cfg(64, 4, 4, 3), cfg(64, 4, 4, 3, tma=True), cfg(64, 2, 8, 3, tma=True)]
-    topk = [dict(programs=528), dict(programs=2112), dict(rank_max_rows=0),
-            dict(rank_max_rows=16), dict(threshold_bits=24), dict(threshold_bits=20),
-            dict(rank_prefetch=True), dict(threshold_bits=20, rank_prefetch=True)]
+    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    L = configs.LogitsConfig
+    decode = [L(128, 4, 4, 3, bit_convert=True), L(128, 4, 4, 3, tma=True),
+              L(128, 4, 4, 3, tma=True, bit_convert=True), L(64, 2, 4, 5, bit_convert=True),
+              L(64, 2, 4, 5, tma=True, bit_convert=True), L(64, 4, 4, 3, tma=True),
+              L(128, 2, 8, 3), L(128, 2, 8, 3, bit_convert=True), L(256, 2, 8, 3, bit_convert=True),
+              L(128, 2, 8, 3, tma=True, bit_convert=True), L(64, 4, 8, 4, tma=True)]
+    prefill = [L(256, 2, 8, 2), L(128, 2, 8, 3), L(128, 4, 4, 3, tma=True),
+               L(256, 2, 8, 2, tma=True), L(128, 4, 4, 3, bit_convert=True),
+               L(256, 2, 8, 2, tma=True, bit_convert=True)]
+    topk = {1: [dict(threshold_bits=20), dict(threshold_bits=24), dict(rank_prefetch=True),
+                dict(threshold_bits=20, rank_prefetch=True), dict(num_warps=8),
+                dict(min_segment=1024), dict(programs=2112)],
+            8: [dict(rank_max_rows=8), dict(threshold_bits=20), dict(num_warps=8)],
+            64: [dict(threshold_bits=20), dict(num_warps=8), dict(rank_max_rows=64),
+                 dict(programs=2112)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
+    base_ws = cuda_indexer.WORKSPACE_BYTES
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
              (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
-    for batch, ctx, n, layout in cases:
+
+    def line(tag, label, sets, reps):
+        us = time_graph(lambda a, k: OP(*a, **k), sets, reps)
+        bytes_, _ = case_numbers(*sets[0], *shape, 0)
+        print(f"{tag:<24} {label:<44} {us:9.1f} us {100 * bytes_ / us * 1e6 / bw:6.1f}% bw",
+              flush=True)
+    for shape in cases:
+        batch, ctx, n, layout = shape[0], shape[1], shape[2], shape[3]
+        shape = (batch, ctx, n)
         for dtype in ("int8", "fp8"):
+            tag = f"B{batch}-{ctx // 1024}K-n{n}-{dtype}"
+            if only not in "sweep " + tag:
+                continue
             sets = [make_case(batch, ctx, n, dtype, layout=layout, seed=i)
                     for i in range(2 if batch == 1 and layout == "BSND" else 1)]
             max_q = n if layout == "BSND" else batch * n
             sets = [(a, with_metadata(a, k, max_q)) for a, k in sets]
-            bytes_, _ = case_numbers(*sets[0], batch, ctx, n, 0)
-            tag = f"sweep B{batch}-{ctx // 1024}K-n{n}-{dtype}"
-            for lc in (prefill if layout == "TND" else decode if batch != 8 else []):
-                if dtype == "int8" and not lc.fp8_as_f16:
+            reps = 5 if layout == "TND" else 10
+            line(tag, "default", sets, reps)
+            for lc in (prefill if layout == "TND" else decode if batch == 64 else []):
+                if dtype == "fp8" and lc.bit_convert:
                     continue
                 for key in base:
                     configs.LOGITS[key] = lc
-                us = time_graph(lambda a, k: OP(*a, **k), sets, 5 if layout == "TND" else 10)
-                print(f"{tag} {lc}: {us:8.1f} us {100 * bytes_ / us * 1e6 / bw:5.1f}% bw",
-                      flush=True)
+                label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
+                         f"s{lc.num_stages}{' tma' if lc.tma else ''}"
+                         f"{' bits' if lc.bit_convert else ''}")
+                line(tag, label, sets, reps)
             configs.LOGITS.update(base)
-            if dtype == "int8" and layout == "BSND":
-                for change in topk:
-                    configs.TOPK = dataclasses.replace(base_topk, **change)
-                    us = time_graph(lambda a, k: OP(*a, **k), sets, 10)
-                    print(f"{tag} topk {change}: {us:8.1f} us", flush=True)
-                configs.TOPK = base_topk
+            if layout == "TND":
+                cuda_indexer.WORKSPACE_BYTES = 1 << 30
+                line(tag, "workspace 1 GiB", sets, reps)
+                cuda_indexer.WORKSPACE_BYTES = base_ws
+            for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
+                configs.TOPK = dataclasses.replace(base_topk, **change)
+                line(tag, f"topk {change}", sets, reps)
+            configs.TOPK = base_topk
             del sets
             torch.cuda.empty_cache()
 
@@ -315,7 +336,7 @@ def main():
     if opts.profile:
         profile()
     if opts.sweep:
-        sweep(bw)
+        sweep(bw, opts.only)
     fields = ["tag", "batch", "ctx", "next_n", "layout", "dtype", "us", "eager_us", "gbs",
               "pct_bw", "tflops", "native_us", "speedup", "roofline_us"]
     results = []

@@ -57,6 +57,7 @@ def main():
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
+    ap.add_argument("--bit-convert", action="store_true", help="int8 logits converted by bit operations")
     ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
     ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
     opts = ap.parse_args()
@@ -72,7 +73,8 @@ def main():
     for key, lc in list(configs.LOGITS.items()):
         if opts.block_k is not None:
             lc = dataclasses.replace(lc, block_k=opts.block_k)
-        configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma)
+        configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
+                                                  bit_convert=opts.bit_convert or lc.bit_convert)
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):

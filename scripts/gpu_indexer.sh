@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: CUDA correctness (first), memcheck on a subset, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|profile|none]
+#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -26,6 +26,7 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
 fi
 case "$MODE" in
   profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
+  sweep) timeout "${BENCH_TIMEOUT:-540}" python3 scripts/bench_indexer.py --out "$OUT" --sweep --only sweep 2>&1 | tee "$OUT/bench.log" ;;
   quick) python3 scripts/bench_indexer.py --out "$OUT" --quick 2>&1 | tee "$OUT/bench.log" ;;
   full) timeout "${BENCH_TIMEOUT:-540}" python3 scripts/bench_indexer.py --out "$OUT" 2>&1 | tee "$OUT/bench.log" ;;
 esac

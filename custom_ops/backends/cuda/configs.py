@@ -29,6 +29,7 @@ class LogitsConfig:
     fp8_as_f16: bool = True  # fp8 dots as exact fp16 ones: Hopper's fp8 MMA accumulates coarsely
     max_stack: int = 4  # decode: up to this many query tokens per unit share one stacked dot
     tma: bool = False  # page-contiguous tiles by TMA descriptor (not yet measured on a GPU)
+    bit_convert: bool = False  # int8: exact int32 -> float32 by bit operations (not yet measured)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -122,7 +122,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
-        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
+        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma, BIT_CONVERT=lc.bit_convert,
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,

@@ -109,25 +109,31 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
 
 
 @triton.jit
-def _relu_dot(k, q):
-    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32)."""
+def _relu_dot(k, q, BIT_CONVERT: tl.constexpr):
+    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32).
+    BIT_CONVERT (int8): for 0 <= x < 2^23 the float 2^23 + x has the bits 0x4B000000 | x, so an
+    integer max, an OR and one float subtract give exactly float(ReLU(x)) without the
+    int-to-float converter, a quarter-rate unit that the whole [BLOCK_K, H] tile goes through."""
     if k.dtype == tl.int8:
-        return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32), 0.0)
+        x = tl.dot(k, tl.trans(q), out_dtype=tl.int32)
+        if BIT_CONVERT:
+            return (tl.maximum(x, 0) | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
+        return tl.maximum(x.to(tl.float32), 0.0)
     return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.float32), 0.0)
 
 
 @triton.jit
-def _score(k, ks, q, a):
+def _score(k, ks, q, a, BIT_CONVERT: tl.constexpr):
     """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
-    score = tl.sum(_relu_dot(k, q) * a[None, :], axis=1) * ks
+    score = tl.sum(_relu_dot(k, q, BIT_CONVERT) * a[None, :], axis=1) * ks
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
 @triton.jit
-def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
+def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr, BIT_CONVERT: tl.constexpr):
     """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
     ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
-    w = _relu_dot(k, q) * a[None, :]
+    w = _relu_dot(k, q, BIT_CONVERT) * a[None, :]
     score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
@@ -145,7 +151,7 @@ def _indexer_logits_kernel(
         CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        NUM_STAGES: tl.constexpr,
+        BIT_CONVERT: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
@@ -198,7 +204,7 @@ def _indexer_logits_kernel(
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
                                            PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
-                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa), mask=j < j1)
+                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, BIT_CONVERT), mask=j < j1)
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
@@ -222,7 +228,7 @@ def _indexer_logits_kernel(
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
                                            PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
                         tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                                 _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
+                                 _score_stacked(k, ks, q, qa, NQ, H, BIT_CONVERT), mask=j[:, None] < vis[None, :])
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
@@ -233,7 +239,7 @@ def _indexer_logits_kernel(
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
+                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, BIT_CONVERT),
                                          mask=j < vis)
             i += run
             kb = 0
