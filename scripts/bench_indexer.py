@@ -217,20 +217,22 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs, indexer as cuda_indexer
     L = configs.LogitsConfig
-    decode = [L(128, 4, 4, 3, bit_convert=True), L(128, 4, 4, 3, tma=True),
-              L(128, 4, 4, 3, tma=True, bit_convert=True), L(64, 2, 4, 5, bit_convert=True),
-              L(64, 2, 4, 5, tma=True, bit_convert=True), L(64, 4, 4, 3, tma=True),
-              L(128, 2, 8, 3), L(128, 2, 8, 3, bit_convert=True), L(256, 2, 8, 3, bit_convert=True),
-              L(128, 2, 8, 3, tma=True, bit_convert=True), L(64, 4, 8, 4, tma=True)]
-    prefill = [L(256, 2, 8, 2), L(128, 2, 8, 3), L(128, 4, 4, 3, tma=True),
-               L(256, 2, 8, 2, tma=True), L(128, 4, 4, 3, bit_convert=True),
-               L(256, 2, 8, 2, tma=True, bit_convert=True)]
-    topk = {1: [dict(threshold_bits=20), dict(threshold_bits=24), dict(rank_prefetch=True),
-                dict(threshold_bits=20, rank_prefetch=True), dict(num_warps=8),
-                dict(min_segment=1024), dict(programs=2112)],
-            8: [dict(rank_max_rows=8), dict(threshold_bits=20), dict(num_warps=8)],
-            64: [dict(threshold_bits=20), dict(num_warps=8), dict(rank_max_rows=64),
-                 dict(programs=2112)]}
+    single = [L(128, 4, 4, 3, tma=True), L(128, 4, 4, 4, tma=True), L(128, 4, 4, 2, tma=True),
+              L(256, 2, 8, 3, tma=True), L(64, 4, 4, 3, tma=True), L(64, 4, 4, 4, tma=True),
+              L(64, 6, 4, 3, tma=True), L(64, 2, 4, 5, tma=True)]
+    stacked = [L(64, 2, 4, 5, tma=True), L(64, 2, 4, 4, tma=True), L(64, 3, 4, 4, tma=True),
+               L(64, 2, 4, 3), L(64, 4, 4, 3, tma=True)]
+    prefill = [L(64, 2, 4, 3, max_stack=2), L(64, 2, 4, 3, max_stack=4),
+               L(128, 2, 4, 3, max_stack=2), L(64, 2, 8, 3, max_stack=4),
+               L(128, 2, 8, 3, max_stack=4), L(64, 2, 4, 3, tma=True, max_stack=4),
+               L(128, 2, 4, 3, tma=True, max_stack=2), L(64, 4, 4, 3, tma=True, max_stack=4),
+               L(128, 4, 4, 3, tma=True, max_stack=1)]
+    logits = {(64, 1): single, (64, 4): stacked, (1, 1): single[:1] + single[4:6],
+              (1, 4096): prefill}
+    topk = {1: [dict(threshold_bits=16), dict(threshold_bits=18), dict(rank_prefetch=False),
+                dict(threshold_bits=32), dict(num_warps=8)],
+            8: [dict(rank_max_rows=8), dict(num_warps=8)],
+            64: [dict(threshold_bits=16), dict(num_warps=8), dict(threshold_bits=32)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     base_ws = cuda_indexer.WORKSPACE_BYTES
@@ -255,13 +257,13 @@ def sweep(bw, only=""):
             sets = [(a, with_metadata(a, k, max_q)) for a, k in sets]
             reps = 5 if layout == "TND" else 10
             line(tag, "default", sets, reps)
-            for lc in (prefill if layout == "TND" else decode if batch == 64 else []):
+            for lc in logits.get((batch, n), []):
                 if dtype == "fp8" and lc.bit_convert:
                     continue
                 for key in base:
                     configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
-                         f"s{lc.num_stages}{' tma' if lc.tma else ''}"
+                         f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
                          f"{' bits' if lc.bit_convert else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
@@ -280,10 +282,11 @@ def sweep(bw, only=""):
 def profile():
     """Per-kernel GPU time of one call of each bar case (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile as prof
-    for batch, ctx, n in ((64, 65536, 1), (64, 65536, 4), (1, 65536, 1)):
-        for dtype in ("int8",):
-            a, k = make_case(batch, ctx, n, dtype)
-            k = with_metadata(a, k, n)
+    for batch, ctx, n, layout in ((64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"),
+                                  (1, 65536, 1, "BSND"), (1, 32768, 4096, "TND")):
+        for dtype in ("int8", "fp8"):
+            a, k = make_case(batch, ctx, n, dtype, layout=layout)
+            k = with_metadata(a, k, n if layout == "BSND" else batch * n)
             OP(*a, **k)
             torch.cuda.synchronize()
             with prof(activities=[ProfilerActivity.CUDA]) as p:

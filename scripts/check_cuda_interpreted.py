@@ -58,6 +58,7 @@ def main():
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     ap.add_argument("--bit-convert", action="store_true", help="int8 logits converted by bit operations")
+    ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
     ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
     opts = ap.parse_args()
@@ -73,6 +74,8 @@ def main():
     for key, lc in list(configs.LOGITS.items()):
         if opts.block_k is not None:
             lc = dataclasses.replace(lc, block_k=opts.block_k)
+        if opts.stack is not None:
+            lc = dataclasses.replace(lc, max_stack=opts.stack)
         configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
                                                   bit_convert=opts.bit_convert or lc.bit_convert)
     if opts.workspace is not None:

@@ -235,14 +235,16 @@ def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
         assert_indexer_close(*op(*args, **kwargs), args, kwargs, exact=True)
 
 
-@pytest.mark.parametrize("option", ["tma", "bit_convert"])
+@pytest.mark.parametrize("option", [("tma", False, True), ("bit_convert", False, True),
+                                    ("max_stack", 1, 4)], ids=lambda o: o[0])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("q_lens,layout", [([1, 1, 1], "BSND"), ([3, 2, 4], "BSND"),
                                            ([40, 30], "TND")], ids=["single", "stacked", "prefill"])
 def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, layout):
     """Phase 1's tuning options — key tiles by TMA descriptor (page-contiguous tiles only), int8
-    logits converted by bit operations — give the same bits as the plain kernel, on every
-    phase-1 path, with a cache strided along the block axis."""
+    logits converted by bit operations, tokens stacked into one dot (1: the per-token loop) —
+    give the same bits as the plain kernel, on every phase-1 path, with a cache strided along
+    the block axis."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     qk, sc = DTYPES[dtype]
@@ -250,11 +252,12 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
                                        layout=layout, qk_dtype=qk, scale_dtype=sc,
                                        block_size=128, sparse_count=512, return_value=True,
                                        device="cuda", seed=7)
+    name, *values = option
     outs = []
-    for on in (False, True):
+    for value in values:
         for key, lc in list(configs.LOGITS.items()):
             monkeypatch.setitem(configs.LOGITS, key,
-                                dataclasses.replace(lc, block_k=64, **{option: on}))
+                                dataclasses.replace(lc, block_k=64, **{name: value}))
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)

@@ -27,7 +27,9 @@ class LogitsConfig:
     num_warps: int
     num_stages: int
     fp8_as_f16: bool = True  # fp8 dots as exact fp16 ones: Hopper's fp8 MMA accumulates coarsely
-    max_stack: int = 4  # decode: up to this many query tokens per unit share one stacked dot
+    # query tokens stacked into one dot: decode, a unit's tokens if there are at most this many;
+    # prefill, groups of this many (a power of two; 1 = the per-token loop)
+    max_stack: int = 4
     tma: bool = False  # page-contiguous tiles by TMA descriptor (not yet measured on a GPU)
     bit_convert: bool = False  # int8: exact int32 -> float32 by bit operations (not yet measured)
 
@@ -41,19 +43,21 @@ class TopkConfig:
     min_segment: int  # keys per segment at least (each program recomputes the threshold)
     rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
     rank_block: int  # candidates ranked per program
-    threshold_bits: int = 32  # top bits of the threshold found by bisection (one step per bit)
-    rank_prefetch: bool = False  # rank: load the next block of candidates ahead (not yet measured)
+    threshold_bits: int = 20  # top bits of the threshold found by bisection (one step per bit)
+    rank_prefetch: bool = True  # rank: load the next block of candidates ahead
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
-# "stacked" (decode, next_n <= max_stack), "prefill" (per-token loop over a query block)
+# "stacked" (decode, next_n <= max_stack), "prefill" (a query block: tokens in groups of max_stack)
 LOGITS = {
     ("int8", "single"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
-    ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("int8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3,
+                                      max_stack=1),
     ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
     ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5),
-    ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3),
+    ("fp8", "prefill"): LogitsConfig(block_k=128, programs_per_worker=4, num_warps=4, num_stages=3,
+                                     max_stack=1),
 }
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=4, programs=8 * 132,
@@ -98,7 +102,7 @@ def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
 def logits_path(is_int8: bool, unit_tokens: int) -> tuple[str, LogitsConfig]:
     """Phase-1 path and its configuration for a call whose work units hold up to `unit_tokens`
     query tokens: "single" (one), "stacked" (decode, up to the stacked config's max_stack),
-    "prefill" (the per-token loop: prefill, and decode beyond max_stack)."""
+    "prefill" (query blocks in groups of tokens: prefill, and decode beyond max_stack)."""
     dtype = "int8" if is_int8 else "fp8"
     if unit_tokens <= 1:
         path = "single"

@@ -87,11 +87,15 @@ def _tma_ok(key) -> bool:
 def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     """(unit tokens, phase-1 kernel path, NQ, config). A decode unit holds a sequence's tokens
     (BSND: up to S1; TND: up to all rows); path 1 = one token, query hoisted; 2 = up to
-    max_stack tokens stacked into one dot, NQ = their power-of-two padding; 0 = per-token loop."""
+    max_stack tokens stacked into one dot, NQ = their power-of-two padding; 3 = groups of NQ =
+    max_stack tokens stacked (prefill); 0 = per-token loop (prefill with max_stack 1)."""
     unit_tokens = s1 if p.layout_query == "BSND" else rows
     path, lc = configs.logits_path(is_int8, unit_tokens)
-    mode = {"single": 1, "stacked": 2, "prefill": 0}[path]
-    return unit_tokens, mode, triton.next_power_of_2(unit_tokens) if mode == 2 else 1, lc
+    if path == "single":
+        return unit_tokens, 1, 1, lc
+    if path == "stacked":
+        return unit_tokens, 2, triton.next_power_of_2(unit_tokens), lc
+    return unit_tokens, (3 if lc.max_stack > 1 else 0), lc.max_stack, lc
 
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,

@@ -139,6 +139,37 @@ def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr, BIT_CONVERT: 
 
 
 @triton.jit
+def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
+                    stride_out, row0, g, s_hi, s1, s2, j0, j1, PAGE, NUM_BLOCKS, CMP,
+                    CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr,
+                    TMA: tl.constexpr, BIT_CONVERT: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
+    """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
+    tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
+    all of them, and each token's scores are stored up to its own visible length."""
+    tok = tl.arange(0, NQ)
+    live = g + tok < s_hi
+    rows = (row0 + g + tok).to(tl.int64)
+    vis = tl.where(live, tl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
+    # tokens past s_hi read the first token's row (in bounds, finite) and get zero head
+    # weights; their scores are never stored
+    qrow = tl.where(live, rows, rows - tok)
+    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+    q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
+    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
+    qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
+                  0.0)
+    if FP8_AS_F16:
+        q = q.to(tl.float16)
+    for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+        j = t + tl.arange(0, BLOCK_K)
+        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BLOCKS,
+                           FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
+        tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
+                 _score_stacked(k, ks, q, qa, NQ, H, BIT_CONVERT), mask=j[:, None] < vis[None, :])
+
+
+@triton.jit
 def _indexer_logits_kernel(
         q_ptr, w_ptr, qs_ptr,  # [R, H, D] int8/fp8, [R, H], [R, H] fp16/fp32
         k_ptr, stride_kb,  # key [NB, PAGE, 1, D], or its TMA descriptor as [NB, PAGE, D]
@@ -208,27 +239,20 @@ def _indexer_logits_kernel(
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
-                    tok = tl.arange(0, NQ)
-                    live = s_lo + tok < s_hi
-                    rows = (row0 + s_lo + tok).to(tl.int64)
-                    vis = tl.where(live, tl.minimum(visible_keys(s_lo + tok, s1, s2, CMP, CAUSAL),
-                                                    j1), 0)
-                    # tokens past s_hi read the first token's row (in bounds, finite) and get
-                    # zero head weights; their scores are never stored
-                    qrow = tl.where(live, rows, rows - tok)
-                    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
-                    q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
-                    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
-                    qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) *
-                                  tl.load(qs_ptr + qh).to(tl.float32), 0.0)
-                    if FP8_AS_F16:
-                        q = q.to(tl.float16)
-                    for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-                        j = t + offs_k
-                        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
-                        tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                                 _score_stacked(k, ks, q, qa, NQ, H, BIT_CONVERT), mask=j[:, None] < vis[None, :])
+                    _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
+                                    bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
+                                    PAGE, NUM_BLOCKS, CMP, CAUSAL, FP8_AS_F16, CONTIG, TMA,
+                                    BIT_CONVERT, NUM_STAGES, NQ, BLOCK_K, H, D)
+                elif MODE == 3:
+                    # prefill by groups of NQ tokens: each group's stacked query stays resident
+                    # while the unit's key tiles (L2-hot after the first group) stream past it
+                    for g in range(s_lo, s_hi, NQ):
+                        last = tl.minimum(g + NQ, s_hi) - 1
+                        jg = tl.minimum(j1, visible_keys(last, s1, s2, CMP, CAUSAL))
+                        _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
+                                        stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
+                                        s1, s2, j0, jg, PAGE, NUM_BLOCKS, CMP, CAUSAL, FP8_AS_F16,
+                                        CONTIG, TMA, BIT_CONVERT, NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
