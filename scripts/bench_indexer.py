@@ -217,22 +217,25 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs, indexer as cuda_indexer
     L = configs.LogitsConfig
-    single = [L(128, 4, 4, 3, tma=True), L(128, 4, 4, 4, tma=True), L(128, 4, 4, 2, tma=True),
-              L(256, 2, 8, 3, tma=True), L(64, 4, 4, 3, tma=True), L(64, 4, 4, 4, tma=True),
-              L(64, 6, 4, 3, tma=True), L(64, 2, 4, 5, tma=True)]
-    stacked = [L(64, 2, 4, 5, tma=True), L(64, 2, 4, 4, tma=True), L(64, 3, 4, 4, tma=True),
-               L(64, 2, 4, 3), L(64, 4, 4, 3, tma=True)]
-    prefill = [L(64, 2, 4, 3, max_stack=2), L(64, 2, 4, 3, max_stack=4),
-               L(128, 2, 4, 3, max_stack=2), L(64, 2, 8, 3, max_stack=4),
-               L(128, 2, 8, 3, max_stack=4), L(64, 2, 4, 3, tma=True, max_stack=4),
-               L(128, 2, 4, 3, tma=True, max_stack=2), L(64, 4, 4, 3, tma=True, max_stack=4),
-               L(128, 4, 4, 3, tma=True, max_stack=1)]
-    logits = {(64, 1): single, (64, 4): stacked, (1, 1): single[:1] + single[4:6],
-              (1, 4096): prefill}
-    topk = {1: [dict(threshold_bits=16), dict(threshold_bits=18), dict(rank_prefetch=False),
-                dict(threshold_bits=32), dict(num_warps=8)],
-            8: [dict(rank_max_rows=8), dict(num_warps=8)],
-            64: [dict(threshold_bits=16), dict(num_warps=8), dict(threshold_bits=32)]}
+    single = [L(128, 4, 4, 3, scale_pairs=True), L(128, 4, 4, 3, gather=True),
+              L(128, 4, 4, 2, tma=True, scale_pairs=True), L(64, 4, 4, 3, tma=True, scale_pairs=True),
+              L(64, 4, 4, 3, scale_pairs=True), L(64, 6, 4, 3, tma=True, scale_pairs=True),
+              L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, gather=True),
+              L(64, 6, 4, 3, gather=True), L(64, 8, 4, 3, scale_pairs=True)]
+    stacked = [L(64, 2, 4, 5, tma=True), L(64, 2, 4, 5, scale_pairs=True),
+               L(64, 2, 4, 5, tma=True, scale_pairs=True), L(64, 2, 4, 5, gather=True),
+               L(64, 2, 4, 4, scale_pairs=True), L(64, 2, 4, 3, gather=True)]
+    prefill = [L(64, 4, 4, 3, tma=True, max_stack=4),
+               L(64, 4, 4, 3, tma=True, scale_pairs=True, max_stack=4),
+               L(64, 4, 4, 3, scale_pairs=True, max_stack=4), L(64, 4, 4, 3, gather=True, max_stack=4),
+               L(64, 2, 4, 4, tma=True, scale_pairs=True, max_stack=4),
+               L(64, 6, 4, 3, tma=True, scale_pairs=True, max_stack=4),
+               L(128, 4, 4, 3, tma=True, scale_pairs=True, max_stack=2)]
+    logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
+              (1, 1): [L(64, 4, 4, 4, tma=True), L(64, 4, 4, 3, tma=True, scale_pairs=True),
+                       L(64, 6, 4, 3, tma=True, scale_pairs=True), L(64, 6, 4, 3, scale_pairs=True),
+                       L(128, 4, 4, 3, scale_pairs=True)]}
+    topk = {1: [dict(num_warps=8)], 8: [dict(num_warps=8)], 64: [dict(num_warps=8)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     base_ws = cuda_indexer.WORKSPACE_BYTES
@@ -258,19 +261,23 @@ def sweep(bw, only=""):
             reps = 5 if layout == "TND" else 10
             line(tag, "default", sets, reps)
             for lc in logits.get((batch, n), []):
-                if dtype == "fp8" and lc.bit_convert:
+                if dtype == "fp8" and lc.scale_pairs:
                     continue
                 for key in base:
                     configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
                          f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' bits' if lc.bit_convert else ''}")
+                         f"{' bits' if lc.scale_pairs else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
             if layout == "TND":
-                cuda_indexer.WORKSPACE_BYTES = 1 << 30
-                line(tag, "workspace 1 GiB", sets, reps)
+                for key in base:
+                    configs.LOGITS[key] = prefill[0]
+                for ws in (512 << 20, 1 << 30):
+                    cuda_indexer.WORKSPACE_BYTES = ws
+                    line(tag, f"{prefill[0]}"[13:60] + f".. workspace {ws >> 20} MiB", sets, reps)
                 cuda_indexer.WORKSPACE_BYTES = base_ws
+                configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
                 configs.TOPK = dataclasses.replace(base_topk, **change)
                 line(tag, f"topk {change}", sets, reps)

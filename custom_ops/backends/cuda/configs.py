@@ -31,7 +31,8 @@ class LogitsConfig:
     # prefill, groups of this many (a power of two; 1 = the per-token loop)
     max_stack: int = 4
     tma: bool = False  # page-contiguous tiles by TMA descriptor (not yet measured on a GPU)
-    bit_convert: bool = False  # int8: exact int32 -> float32 by bit operations (not yet measured)
+    gather: bool = False  # look up each key row's page even where a tile lies in one page
+    scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -84,6 +84,12 @@ def _tma_ok(key) -> bool:
             and key.stride(1) == key.shape[3] and key.stride(3) == 1)
 
 
+def _pairs_ok(kscale) -> bool:
+    """Whether 2-byte key scales can be read as aligned int32 pairs (tiles start at even slots)."""
+    return (kscale.element_size() == 2 and kscale.data_ptr() % 4 == 0
+            and kscale.stride(0) % 2 == 0 and kscale.stride(1) == 1)
+
+
 def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     """(unit tokens, phase-1 kernel path, NQ, config). A decode unit holds a sequence's tokens
     (BSND: up to S1; TND: up to all rows); path 1 = one token, query hoisted; 2 = up to
@@ -115,7 +121,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
-    contig = p.block_size % lc.block_k == 0
+    contig = p.block_size % lc.block_k == 0 and not lc.gather
     tma = lc.tma and contig and _tma_ok(key)
     keys = key
     if tma:  # the cache as [NB, PAGE, D] (strided along blocks only), one bulk copy per tile
@@ -125,8 +131,9 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
-        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.block_size, p.cmp_ratio,
-        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma, BIT_CONVERT=lc.bit_convert,
+        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.cmp_ratio, PAGE=p.block_size,
+        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
+        KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale),
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,

@@ -67,30 +67,48 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 
 @triton.jit
-def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BLOCKS,
-               FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-               BLOCK_K: tl.constexpr, D: tl.constexpr):
+def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
+               PAGE: tl.constexpr, FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr,
+               TMA: tl.constexpr, KS_PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
+               D: tl.constexpr):
     """Key tile [BLOCK_K, D] of compressed keys [t, t + BLOCK_K) and its scales, through the
-    block table. CONTIG (PAGE % BLOCK_K == 0): the tile never straddles a page, so one
-    block-table read serves it and it is one contiguous run of the cache; TMA (with CONTIG):
-    k_ptr is a tensor descriptor over the cache as [NB, PAGE, D] and the tile is one bulk copy
-    (rows past j1 are read too: each key row only feeds its own score, never stored). Otherwise
-    each key row looks up its own page."""
-    j = t + tl.arange(0, BLOCK_K)
-    jm = j < j1
+    block table (PAGE is a compile-time constant: no integer division per key).
+
+    CONTIG (PAGE % BLOCK_K == 0): the tile lies in one page, so one block-table read serves it
+    and the tile is one contiguous run of the cache, read whole: rows past j1 are read too (in
+    bounds, within the page) and only feed their own scores, which are never stored. TMA: k_ptr
+    is a tensor descriptor over the cache as [NB, PAGE, D] and the tile is one bulk copy.
+    KS_PAIRS: 2-byte key scales are read as int32 pairs, because 4-byte loads can be pipelined
+    as asynchronous copies and 2-byte ones cannot (their latency then stalls every tile).
+    Otherwise (a tile straddles pages) each key row looks up its own page."""
+    offs = tl.arange(0, BLOCK_K)
     if CONTIG:
         page = tl.load(bt_row + t // PAGE)
+        page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
+        slot0 = t % PAGE
+        if TMA:
+            k = tl.reshape(k_ptr.load([page.to(tl.int32), slot0, 0]), [BLOCK_K, D])
+        else:
+            k = tl.load(k_ptr + (page * stride_kb + slot0 * D) + (offs * D)[:, None]
+                        + tl.arange(0, D)[None, :])
+        ks_row = ks_ptr + page * stride_ksb + slot0
+        if KS_PAIRS:
+            x = tl.load(ks_row.to(tl.pointer_type(tl.int32)) + tl.arange(0, BLOCK_K // 2))
+            lo = (x & 0xFFFF).to(tl.int16).to(ks_ptr.dtype.element_ty, bitcast=True)
+            hi = (x >> 16).to(tl.int16).to(ks_ptr.dtype.element_ty, bitcast=True)
+            ks = tl.reshape(tl.join(lo, hi), [BLOCK_K]).to(tl.float32)
+        else:
+            ks = tl.load(ks_row + offs).to(tl.float32)
     else:
+        j = t + offs
+        jm = j < j1
         page = tl.load(bt_row + j // PAGE, mask=jm, other=0)
-    page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
-    slot = j % PAGE
-    if TMA:
-        k = tl.reshape(k_ptr.load([page.to(tl.int32), t % PAGE, 0]), [BLOCK_K, D])
-    else:
+        page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)
+        slot = j % PAGE
         # rows past j1 stay unloaded: each key row only feeds its own score, which is not stored
         k = tl.load(k_ptr + (page * stride_kb + slot * D)[:, None] + tl.arange(0, D)[None, :],
                     mask=jm[:, None])
-    ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
+        ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
     if FP8_AS_F16:
         k = k.to(tl.float16)
     return k, ks
@@ -109,40 +127,35 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
 
 
 @triton.jit
-def _relu_dot(k, q, BIT_CONVERT: tl.constexpr):
-    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32).
-    BIT_CONVERT (int8): for 0 <= x < 2^23 the float 2^23 + x has the bits 0x4B000000 | x, so an
-    integer max, an OR and one float subtract give exactly float(ReLU(x)) without the
-    int-to-float converter, a quarter-rate unit that the whole [BLOCK_K, H] tile goes through."""
+def _relu_dot(k, q):
+    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32)."""
     if k.dtype == tl.int8:
-        x = tl.dot(k, tl.trans(q), out_dtype=tl.int32)
-        if BIT_CONVERT:
-            return (tl.maximum(x, 0) | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
-        return tl.maximum(x.to(tl.float32), 0.0)
+        return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32), 0.0)
     return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.float32), 0.0)
 
 
 @triton.jit
-def _score(k, ks, q, a, BIT_CONVERT: tl.constexpr):
+def _score(k, ks, q, a):
     """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
-    score = tl.sum(_relu_dot(k, q, BIT_CONVERT) * a[None, :], axis=1) * ks
+    score = tl.sum(_relu_dot(k, q) * a[None, :], axis=1) * ks
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
 @triton.jit
-def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr, BIT_CONVERT: tl.constexpr):
+def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
     """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
     ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
-    w = _relu_dot(k, q, BIT_CONVERT) * a[None, :]
+    w = _relu_dot(k, q) * a[None, :]
     score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
 @triton.jit
 def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
-                    stride_out, row0, g, s_hi, s1, s2, j0, j1, PAGE, NUM_BLOCKS, CMP,
-                    CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr,
-                    TMA: tl.constexpr, BIT_CONVERT: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
+                    PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
+                    CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
+                    NUM_STAGES: tl.constexpr,
                     NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
@@ -163,10 +176,10 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         q = q.to(tl.float16)
     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
         j = t + tl.arange(0, BLOCK_K)
-        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, PAGE, NUM_BLOCKS,
-                           FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
+        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS, PAGE,
+                           FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
         tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                 _score_stacked(k, ks, q, qa, NQ, H, BIT_CONVERT), mask=j[:, None] < vis[None, :])
+                 _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
 
 
 @triton.jit
@@ -178,11 +191,11 @@ def _indexer_logits_kernel(
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
         out_ptr, stride_out,  # logits fp32 [R, CAP]
-        B, S1, T, NUM_BLOCKS, MAX_BLOCKS, PAGE, CMP,
-        CAUSAL: tl.constexpr, TND: tl.constexpr,
+        B, S1, T, NUM_BLOCKS, MAX_BLOCKS, CMP,
+        PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        BIT_CONVERT: tl.constexpr, NUM_STAGES: tl.constexpr,
+        KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
@@ -234,15 +247,17 @@ def _indexer_logits_kernel(
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
-                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, BIT_CONVERT), mask=j < j1)
+                                           NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
+                                           BLOCK_K, D)
+                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
+                                 mask=j < j1)
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
-                                    PAGE, NUM_BLOCKS, CMP, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    BIT_CONVERT, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
+                                    KS_PAIRS, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -251,19 +266,21 @@ def _indexer_logits_kernel(
                         jg = tl.minimum(j1, visible_keys(last, s1, s2, CMP, CAUSAL))
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
-                                        s1, s2, j0, jg, PAGE, NUM_BLOCKS, CMP, CAUSAL, FP8_AS_F16,
-                                        CONTIG, TMA, BIT_CONVERT, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                        s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, NUM_STAGES, NQ,
+                                        BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           PAGE, NUM_BLOCKS, FP8_AS_F16, CONTIG, TMA, BLOCK_K, D)
+                                           NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
+                                           BLOCK_K, D)
                         for s in range(s_lo, s_hi):
                             vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, BIT_CONVERT),
+                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
                                          mask=j < vis)
             i += run
             kb = 0
