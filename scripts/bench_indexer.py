@@ -261,13 +261,11 @@ def sweep(bw, only=""):
             reps = 5 if layout == "TND" else 10
             line(tag, "default", sets, reps)
             for lc in logits.get((batch, n), []):
-                if dtype == "fp8" and lc.scale_pairs:
-                    continue
                 for key in base:
                     configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
                          f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' bits' if lc.scale_pairs else ''}")
+                         f"{' pairs' if lc.scale_pairs else ''}{' gather' if lc.gather else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
             if layout == "TND":
