@@ -215,30 +215,20 @@ def sweep(bw, only=""):
     """Time the bar cases under alternative launch configurations (tuning the configs table):
     one aligned line per (case, configuration), the default first."""
     import dataclasses
-    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    from custom_ops.backends.cuda import configs
     L = configs.LogitsConfig
-    single = [L(128, 4, 4, 3, scale_pairs=True), L(128, 4, 4, 3, gather=True),
-              L(128, 4, 4, 2, tma=True, scale_pairs=True), L(64, 4, 4, 3, tma=True, scale_pairs=True),
-              L(64, 4, 4, 3, scale_pairs=True), L(64, 6, 4, 3, tma=True, scale_pairs=True),
-              L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, gather=True),
-              L(64, 6, 4, 3, gather=True), L(64, 8, 4, 3, scale_pairs=True)]
-    stacked = [L(64, 2, 4, 5, tma=True), L(64, 2, 4, 5, scale_pairs=True),
-               L(64, 2, 4, 5, tma=True, scale_pairs=True), L(64, 2, 4, 5, gather=True),
-               L(64, 2, 4, 4, scale_pairs=True), L(64, 2, 4, 3, gather=True)]
-    prefill = [L(64, 4, 4, 3, tma=True, max_stack=4),
-               L(64, 4, 4, 3, tma=True, scale_pairs=True, max_stack=4),
-               L(64, 4, 4, 3, scale_pairs=True, max_stack=4), L(64, 4, 4, 3, gather=True, max_stack=4),
-               L(64, 2, 4, 4, tma=True, scale_pairs=True, max_stack=4),
-               L(64, 6, 4, 3, tma=True, scale_pairs=True, max_stack=4),
-               L(128, 4, 4, 3, tma=True, scale_pairs=True, max_stack=2)]
+    single = [L(64, 6, 4, 4, scale_pairs=True), L(64, 5, 4, 3, scale_pairs=True),
+              L(64, 6, 4, 2, scale_pairs=True), L(64, 7, 4, 3, scale_pairs=True),
+              L(64, 4, 4, 3, scale_pairs=True), L(64, 8, 4, 3), L(64, 4, 4, 4), L(64, 6, 4, 3)]
+    stacked = [L(64, 2, 8, 4, tma=True), L(128, 2, 8, 3, tma=True), L(64, 4, 8, 3, tma=True),
+               L(64, 3, 4, 5, tma=True), L(64, 2, 4, 5), L(64, 2, 4, 6, tma=True)]
+    prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 3, 4, 3, tma=True, max_stack=4),
+               L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
-              (1, 1): [L(64, 4, 4, 4, tma=True), L(64, 4, 4, 3, tma=True, scale_pairs=True),
-                       L(64, 6, 4, 3, tma=True, scale_pairs=True), L(64, 6, 4, 3, scale_pairs=True),
-                       L(128, 4, 4, 3, scale_pairs=True)]}
-    topk = {1: [dict(num_warps=8)], 8: [dict(num_warps=8)], 64: [dict(num_warps=8)]}
+              (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
+    topk = {1: [dict(num_warps=4)], 8: [dict(num_warps=4)], 64: [dict(num_warps=4)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
-    base_ws = cuda_indexer.WORKSPACE_BYTES
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
              (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
 
@@ -268,14 +258,6 @@ def sweep(bw, only=""):
                          f"{' pairs' if lc.scale_pairs else ''}{' gather' if lc.gather else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
-            if layout == "TND":
-                for key in base:
-                    configs.LOGITS[key] = prefill[0]
-                for ws in (512 << 20, 1 << 30):
-                    cuda_indexer.WORKSPACE_BYTES = ws
-                    line(tag, f"{prefill[0]}"[13:60] + f".. workspace {ws >> 20} MiB", sets, reps)
-                cuda_indexer.WORKSPACE_BYTES = base_ws
-                configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
                 configs.TOPK = dataclasses.replace(base_topk, **change)
                 line(tag, f"topk {change}", sets, reps)

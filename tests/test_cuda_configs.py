@@ -34,14 +34,15 @@ def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
 
 def test_scratch_counts_phase_two():
     """With short rows the candidate arrays, not the logits, bound the chunk (2048 keys, k=2048:
-    the logits alone would allow 32768 rows per 256 MiB)."""
+    the logits alone would allow four times as many rows)."""
     assert configs.rows_per_chunk(2048, 2048, BUDGET) < BUDGET // (2048 * 4) // 4
 
 
-@pytest.mark.parametrize("rows", [64, 256])
-def test_bar_cases_are_not_chunked(rows):
-    """decode B=64 at 64K, next_n 1 and 4: one launch of each phase."""
-    assert configs.rows_per_chunk(65536, 2048, BUDGET) >= rows
+@pytest.mark.parametrize("rows,cap", [(64, 65536), (256, 65536), (4096, 32768)])
+def test_bar_cases_are_not_chunked(rows, cap):
+    """decode B=64 at 64K, next_n 1 and 4, and prefill of 4096 tokens at 32K: one launch of
+    each phase."""
+    assert configs.rows_per_chunk(cap, 2048, BUDGET) >= rows
 
 
 def test_candidate_slots_and_segments():
