@@ -32,7 +32,7 @@ class LogitsConfig:
     # query tokens stacked into one dot: decode, a unit's tokens if there are at most this many;
     # prefill, groups of this many (a power of two; 1 = the per-token loop)
     max_stack: int = 4
-    tma: bool = False  # page-contiguous tiles by TMA descriptor (not yet measured on a GPU)
+    tma: bool = False  # page-contiguous tiles by TMA descriptor
     gather: bool = False  # look up each key row's page even where a tile lies in one page
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
 
@@ -57,12 +57,12 @@ LOGITS = {
                                      scale_pairs=True),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                       tma=True),
-    ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3,
+    ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                       tma=True, max_stack=4),
     ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3),
     ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                      tma=True),
-    ("fp8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3,
+    ("fp8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                      tma=True, max_stack=4),
 }
 
