@@ -217,21 +217,16 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     L = configs.LogitsConfig
-    single = [L(64, 6, 4, 3, scale_pairs=True, page_ahead=True),
-              L(64, 6, 4, 4, scale_pairs=True, page_ahead=True), L(64, 8, 4, 3, page_ahead=True),
-              L(64, 4, 4, 3, page_ahead=True), L(64, 4, 4, 4, page_ahead=True),
-              L(128, 4, 4, 3, scale_pairs=True, page_ahead=True),
-              L(64, 6, 4, 3, tma=True, scale_pairs=True, page_ahead=True),
-              L(64, 4, 4, 3, tma=True, page_ahead=True)]
-    stacked = [L(64, 2, 4, 5, tma=True, page_ahead=True), L(64, 2, 4, 5, page_ahead=True),
-               L(64, 2, 4, 4, tma=True, page_ahead=True)]
-    prefill = [L(64, 2, 4, 3, tma=True, max_stack=4, page_ahead=True)]
+    single = [L(64, 6, 4, 4, scale_pairs=True), L(64, 5, 4, 3, scale_pairs=True),
+              L(64, 6, 4, 2, scale_pairs=True), L(64, 7, 4, 3, scale_pairs=True),
+              L(64, 4, 4, 3, scale_pairs=True), L(64, 8, 4, 3), L(64, 4, 4, 4), L(64, 6, 4, 3)]
+    stacked = [L(64, 2, 8, 4, tma=True), L(128, 2, 8, 3, tma=True), L(64, 4, 8, 3, tma=True),
+               L(64, 3, 4, 5, tma=True), L(64, 2, 4, 5), L(64, 2, 4, 6, tma=True)]
+    prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 3, 4, 3, tma=True, max_stack=4),
+               L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
-              (1, 1): [L(64, 6, 4, 3, scale_pairs=True, page_ahead=True),
-                       L(64, 4, 4, 3, page_ahead=True)]}
-    topk = {1: [dict(rank_block_j=256), dict(rank_block_j=512), dict(rank_block=16),
-                dict(rank_block=64, rank_block_j=256), dict(samples=2048)],
-            8: [dict(samples=2048)], 64: [dict(samples=2048)]}
+              (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
+    topk = {1: [dict(num_warps=4)], 8: [dict(num_warps=4)], 64: [dict(num_warps=4)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
@@ -260,8 +255,7 @@ def sweep(bw, only=""):
                     configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
                          f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' pairs' if lc.scale_pairs else ''}{' gather' if lc.gather else ''}"
-                         f"{' ahead' if lc.page_ahead else ''}")
+                         f"{' pairs' if lc.scale_pairs else ''}{' gather' if lc.gather else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
@@ -276,8 +270,7 @@ def profile():
     """Per-kernel GPU time of one call of each bar case (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile as prof
     for batch, ctx, n, layout in ((64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"),
-                                  (1, 65536, 1, "BSND"), (1, 32768, 4096, "TND"),
-                                  (64, 131072, 4, "BSND")):
+                                  (1, 65536, 1, "BSND"), (1, 32768, 4096, "TND")):
         for dtype in ("int8", "fp8"):
             a, k = make_case(batch, ctx, n, dtype, layout=layout)
             k = with_metadata(a, k, n if layout == "BSND" else batch * n)

@@ -58,7 +58,6 @@ def main():
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     ap.add_argument("--scale-pairs", action="store_true", help="2-byte key scales read as int32 pairs")
-    ap.add_argument("--page-ahead", action="store_true", help="next tile's page read one tile ahead")
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
     ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
@@ -78,8 +77,7 @@ def main():
         if opts.stack is not None:
             lc = dataclasses.replace(lc, max_stack=opts.stack)
         configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
-                                                  scale_pairs=opts.scale_pairs or lc.scale_pairs,
-                                                  page_ahead=opts.page_ahead or lc.page_ahead)
+                                                  scale_pairs=opts.scale_pairs or lc.scale_pairs)
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):

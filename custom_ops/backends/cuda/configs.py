@@ -35,7 +35,6 @@ class LogitsConfig:
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     gather: bool = False  # look up each key row's page even where a tile lies in one page
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
-    page_ahead: bool = False  # page-contiguous tiles: the next tile's block is read one tile ahead
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +46,6 @@ class TopkConfig:
     min_segment: int  # keys per segment at least (each program recomputes the threshold)
     rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
     rank_block: int  # candidates ranked per program
-    rank_block_j: int = 128  # candidates each ranked one is compared with per step
     threshold_bits: int = 20  # top bits of the threshold found by bisection (one step per bit)
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
 

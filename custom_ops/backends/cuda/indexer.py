@@ -133,7 +133,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
-        PAGE_AHEAD=lc.page_ahead and contig,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale),
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
@@ -164,7 +163,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     if rows <= tc.rank_max_rows:
         _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
             mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
-            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=tc.rank_block_j, PREFETCH=tc.rank_prefetch,
+            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, PREFETCH=tc.rank_prefetch,
             num_warps=4)
     else:
         ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)

@@ -67,17 +67,10 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 
 @triton.jit
-def _page_of(bt_row, t, NUM_BLOCKS, PAGE: tl.constexpr):
-    """Cache block holding compressed key t, clamped so that bad data never reads outside."""
-    page = tl.load(bt_row + t // PAGE)
-    return tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)
-
-
-@triton.jit
-def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, page, NUM_BLOCKS,
+def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                PAGE: tl.constexpr, FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr,
-               PAGE_AHEAD: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-               BLOCK_K: tl.constexpr, D: tl.constexpr):
+               TMA: tl.constexpr, KS_PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
+               D: tl.constexpr):
     """Key tile [BLOCK_K, D] of compressed keys [t, t + BLOCK_K) and its scales, through the
     block table (PAGE is a compile-time constant: no integer division per key).
 
@@ -87,12 +80,11 @@ def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, page, NUM_BL
     is a tensor descriptor over the cache as [NB, PAGE, D] and the tile is one bulk copy.
     KS_PAIRS: 2-byte key scales are read as int32 pairs, because 4-byte loads can be pipelined
     as asynchronous copies and 2-byte ones cannot (their latency then stalls every tile).
-    PAGE_AHEAD (with CONTIG): `page` was read one tile ahead by the caller (see _tiles_ahead).
     Otherwise (a tile straddles pages) each key row looks up its own page."""
     offs = tl.arange(0, BLOCK_K)
     if CONTIG:
-        if not PAGE_AHEAD:
-            page = _page_of(bt_row, t, NUM_BLOCKS, PAGE)
+        page = tl.load(bt_row + t // PAGE)
+        page = tl.minimum(tl.maximum(page, 0), NUM_BLOCKS - 1).to(tl.int64)  # never out of the cache
         slot0 = t % PAGE
         if TMA:
             k = tl.reshape(k_ptr.load([page.to(tl.int32), slot0, 0]), [BLOCK_K, D])
@@ -162,8 +154,8 @@ def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
 def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
                     stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
-                    CONTIG: tl.constexpr, PAGE_AHEAD: tl.constexpr, TMA: tl.constexpr,
-                    KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
+                    NUM_STAGES: tl.constexpr,
                     NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
@@ -182,13 +174,10 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                   0.0)
     if FP8_AS_F16:
         q = q.to(tl.float16)
-    page = _page_of(bt_row, j0, NUM_BLOCKS, PAGE)  # PAGE_AHEAD: the first tile's block
     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
         j = t + tl.arange(0, BLOCK_K)
-        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, page, NUM_BLOCKS,
-                           PAGE, FP8_AS_F16, CONTIG, PAGE_AHEAD, TMA, KS_PAIRS, BLOCK_K, D)
-        if PAGE_AHEAD:
-            page = _page_of(bt_row, tl.minimum(t + BLOCK_K, j1 - 1), NUM_BLOCKS, PAGE)
+        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS, PAGE,
+                           FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
         tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
                  _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
 
@@ -205,8 +194,7 @@ def _indexer_logits_kernel(
         B, S1, T, NUM_BLOCKS, MAX_BLOCKS, CMP,
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
-        MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, PAGE_AHEAD: tl.constexpr,
-        TMA: tl.constexpr,
+        MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
         KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
@@ -256,15 +244,11 @@ def _indexer_logits_kernel(
                     # one query token per unit (decode, next_n = 1): the query is loaded once
                     row = (row0 + s_lo).to(tl.int64)
                     q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                    page = _page_of(bt_row, j0, NUM_BLOCKS, PAGE)  # PAGE_AHEAD: first tile's
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           page, NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, PAGE_AHEAD,
-                                           TMA, KS_PAIRS, BLOCK_K, D)
-                        if PAGE_AHEAD:
-                            page = _page_of(bt_row, tl.minimum(t + BLOCK_K, j1 - 1), NUM_BLOCKS,
-                                            PAGE)
+                                           NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
+                                           BLOCK_K, D)
                         tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
                                  mask=j < j1)
                 elif MODE == 2:
@@ -272,8 +256,8 @@ def _indexer_logits_kernel(
                     # query loaded once, and each key tile is one dot against all of them
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
-                                    NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG,
-                                    PAGE_AHEAD, TMA, KS_PAIRS, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
+                                    KS_PAIRS, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -283,14 +267,14 @@ def _indexer_logits_kernel(
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
-                                        FP8_AS_F16, CONTIG, PAGE_AHEAD, TMA, KS_PAIRS,
-                                        NUM_STAGES, NQ, BLOCK_K, H, D)
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, NUM_STAGES, NQ,
+                                        BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
-                                           0, NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, False, TMA,
-                                           KS_PAIRS, BLOCK_K, D)
+                                           NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
+                                           BLOCK_K, D)
                         for s in range(s_lo, s_hi):
                             vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
                             if t < vis:
