@@ -255,7 +255,7 @@ def sweep(bw, only=""):
                     configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
                          f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' pairs' if lc.scale_pairs else ''}{' gather' if lc.gather else ''}")
+                         f"{' pairs' if lc.scale_pairs else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
@@ -270,7 +270,8 @@ def profile():
     """Per-kernel GPU time of one call of each bar case (torch profiler)."""
     from torch.profiler import ProfilerActivity, profile as prof
     for batch, ctx, n, layout in ((64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"),
-                                  (1, 65536, 1, "BSND"), (1, 32768, 4096, "TND")):
+                                  (1, 65536, 1, "BSND"), (1, 32768, 4096, "TND"),
+                                  (64, 131072, 4, "BSND")):
         for dtype in ("int8", "fp8"):
             a, k = make_case(batch, ctx, n, dtype, layout=layout)
             k = with_metadata(a, k, n if layout == "BSND" else batch * n)

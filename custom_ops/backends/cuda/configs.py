@@ -33,7 +33,6 @@ class LogitsConfig:
     # prefill, groups of this many (a power of two; 1 = the per-token loop)
     max_stack: int = 4
     tma: bool = False  # page-contiguous tiles by TMA descriptor
-    gather: bool = False  # look up each key row's page even where a tile lies in one page
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
 
 
@@ -67,7 +66,7 @@ LOGITS = {
 }
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
-                  min_segment=2048, rank_max_rows=4, rank_block=32)
+                  min_segment=2048, rank_max_rows=4, rank_block=16)
 
 
 def candidate_slots(k: int) -> int:

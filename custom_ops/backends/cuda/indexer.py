@@ -121,7 +121,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
-    contig = p.block_size % lc.block_k == 0 and not lc.gather
+    contig = p.block_size % lc.block_k == 0
     tma = lc.tma and contig and _tma_ok(key)
     keys = key
     if tma:  # the cache as [NB, PAGE, D] (strided along blocks only), one bulk copy per tile
