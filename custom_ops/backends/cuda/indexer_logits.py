@@ -5,11 +5,12 @@
 (scales are non-negative, so both factor out of the ReLU: SPEC §1.4). A persistent grid of
 W · P programs walks the metadata's work units (b, qb, kb): worker w's contiguous run of units
 is cut into P contiguous shares, so more than one program per SM keeps loads in flight while the
-schedule stays the metadata's, and each share's keys of one row form one pipelined loop. Each
-[BLOCK_K, D] key tile is loaded once, through the block table, and dotted against every query
-token of its query block (next_n tokens in decode), so the key cache is read from HBM once per
-sequence per call. Logits beyond a token's
-visible length are never written, and phase 2 never reads them.
+schedule stays the metadata's, and each share's keys of one row form one pipelined loop. In
+decode each [BLOCK_K, D] key tile is loaded once, through the block table, and dotted against
+every query token of the sequence (next_n of them), so the key cache is read from HBM once per
+sequence per call; in prefill a unit's tiles are streamed once per group of stacked tokens, the
+groups after the first reading them from L2. Logits beyond a token's visible length are never
+written, and phase 2 never reads them.
 
 A metadata header that does not describe this call (format, backend, worker count, tile sizes,
 batch, mask) makes every program skip all work; program 0 stores the verdict in `err`, which
