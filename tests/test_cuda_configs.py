@@ -52,3 +52,11 @@ def test_candidate_slots_and_segments():
         g = configs.segments(rows, 65536, tc)
         assert 1 <= g <= -(-65536 // tc.min_segment)
         assert rows * g <= tc.programs + rows
+
+
+def test_threshold_samples_keep_the_stride():
+    """Rows up to 64K keys keep 4096 samples; 128K rows get 8192 (stride 16, not 32); longer rows
+    stop at max_samples."""
+    tc = configs.TOPK
+    assert [configs.threshold_samples(c, tc) for c in (100, 65536, 65537, 131072, 1 << 20)] == [
+        4096, 4096, 8192, 8192, 8192]

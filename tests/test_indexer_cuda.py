@@ -194,6 +194,15 @@ def test_all_equal_scores_take_the_exact_path():
     assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)
 
 
+def test_long_rows_match_the_golden():
+    """A row of 128K keys (its threshold samples 8192 scores, not 4096) next to a short row, in
+    one call, against the golden."""
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1], k_lens=[131072, 5000], sparse_count=2048,
+                                       block_size=64, return_value=True, device="cuda", seed=11)
+    poison()
+    assert_indexer_close(*op(*args, **kwargs), args, kwargs)
+
+
 @pytest.mark.parametrize("block_size", [16, 128])
 @pytest.mark.parametrize("block_k", [64, 128])
 @pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [2, 1, 2], [4, 3, 4], [7, 2]], ids=str)

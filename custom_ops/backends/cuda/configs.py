@@ -38,7 +38,7 @@ class LogitsConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TopkConfig:
-    samples: int  # NS: scores sampled per row to pick the compaction threshold
+    samples: int  # NS: scores sampled per row to pick the compaction threshold (at least)
     block_n: int  # elements per scan step
     num_warps: int
     programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
@@ -47,6 +47,8 @@ class TopkConfig:
     rank_block: int  # candidates ranked per program
     threshold_bits: int = 20  # top bits of the threshold found by bisection (one step per bit)
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
+    max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
+    sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -72,6 +74,16 @@ TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
 def candidate_slots(k: int) -> int:
     """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256)."""
     return 2 * max(256, 1 << (k - 1).bit_length())
+
+
+def threshold_samples(cap: int, tc: TopkConfig) -> int:
+    """NS for rows of up to `cap` keys: a power of two from tc.samples to tc.max_samples, so that
+    every sample_stride-th score is sampled. The threshold is the score reached by 1.5·k/stride
+    samples; with fewer of them its count misses [k, CAP] more often and the row takes the exact
+    fallback (~500 µs on the H200). Simulated (i.i.d. scores, k 2048, CAP 4096; NOTES): stride 32
+    (128K keys, 4096 samples) misses 0.08 % of rows, stride 16 none in 4000 trials."""
+    want = 1 << max(0, (-(-cap // tc.sample_stride) - 1).bit_length())
+    return max(tc.samples, min(tc.max_samples, want))
 
 
 def segments(rows: int, cap: int, tc: TopkConfig) -> int:
