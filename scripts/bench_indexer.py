@@ -226,7 +226,8 @@ def sweep(bw, only=""):
                L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
               (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
-    topk = {1: [dict(num_warps=4)], 8: [dict(num_warps=4)], 64: [dict(num_warps=4)]}
+    topk = {1: [dict(threshold_step=2)], 8: [dict(threshold_step=2)],
+            64: [dict(threshold_step=2)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -59,6 +59,7 @@ def main():
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     ap.add_argument("--scale-pairs", action="store_true", help="2-byte key scales read as int32 pairs")
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
+    ap.add_argument("--threshold-step", type=int, help="threshold bits per bisection step (1, 2)")
     ap.add_argument("--samples", type=int, help="threshold samples per row (at least)")
     ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
     ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
@@ -68,6 +69,8 @@ def main():
         tc = dataclasses.replace(tc, rank_max_rows=opts.rank_max_rows)
     if opts.min_segment is not None:
         tc = dataclasses.replace(tc, min_segment=opts.min_segment)
+    if opts.threshold_step is not None:
+        tc = dataclasses.replace(tc, threshold_step=opts.threshold_step)
     if opts.samples is not None:
         tc = dataclasses.replace(tc, samples=opts.samples, max_samples=max(opts.samples, tc.max_samples))
     if opts.threshold_bits is not None:

@@ -45,7 +45,8 @@ class TopkConfig:
     min_segment: int  # keys per segment at least (each program recomputes the threshold)
     rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
     rank_block: int  # candidates ranked per program
-    threshold_bits: int = 20  # top bits of the threshold found by bisection (one step per bit)
+    threshold_bits: int = 20  # top bits of the threshold found by bisection
+    threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: not yet measured)
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride

@@ -146,8 +146,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     thr = torch.empty((rows, 2), dtype=torch.int32, device=dev)
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
-        NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, BLOCK_B=block_b,
-        num_warps=tc.num_warps,
+        NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,
+        BLOCK_B=block_b, num_warps=tc.num_warps,
         **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)

@@ -129,23 +129,39 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr):
+def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
+                      STEP: tl.constexpr):
     """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it.
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
-    candidates), one serial block reduction per bit. (A [NS, 16] comparison per 4-bit step was
-    tried: it spills and cost ~200 µs per row.)"""
+    candidates), one serial block reduction per step. STEP 2: two bits per step, the three
+    pivots' counts packed into one int64 sum (21 bits each; NS < 2^21), half the serial
+    reductions for the same result (counts fall as the pivot rises, so the largest pivot still
+    reached by `need` samples is what two 1-bit steps pick). (A [NS, 16] comparison per 4-bit
+    step was tried: it spills and cost ~200 µs per row.)"""
     stride = tl.cdiv(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
-    # unsigned order as int64 in [0, 2^32): bisect one bit at a time, most significant first
+    # unsigned order as int64 in [0, 2^32): bisect from the most significant bit down
     u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
     u = tl.where(sm, u, -1)
     need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
     best = tl.zeros([], dtype=tl.int64)
-    for bit in tl.static_range(31, 31 - BITS, -1):
-        cand = best + (1 << bit)
-        if tl.sum((u >= cand).to(tl.int32), 0) >= need:
-            best = cand
+    if STEP == 2:
+        for bit in tl.static_range(31, 31 - BITS, -2):
+            c1 = best + (1 << (bit - 1))
+            c2 = best + (2 << (bit - 1))
+            c3 = best + (3 << (bit - 1))
+            packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
+                      + ((u >= c3).to(tl.int64) << 42))
+            counts = tl.sum(packed, 0)
+            best = tl.where((counts >> 42) >= need, c3,
+                            tl.where(((counts >> 21) & 2097151) >= need, c2,
+                                     tl.where((counts & 2097151) >= need, c1, best)))
+    else:
+        for bit in tl.static_range(31, 31 - BITS, -1):
+            cand = best + (1 << bit)
+            if tl.sum((u >= cand).to(tl.int32), 0) >= need:
+                best = cand
     return (best - 2147483648).to(tl.int32)
 
 
@@ -182,14 +198,14 @@ def _indexer_threshold_kernel(
         asq_ptr, ask_ptr, md_ptr, err_ptr,
         B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
-        LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr,
+        LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
         BLOCK_B: tl.constexpr):
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
     t0 = INT32_MIN
     if n > K:
-        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS, BITS)
+        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS, BITS, STEP)
     tl.store(thr_ptr + 2 * r, n)
     tl.store(thr_ptr + 2 * r + 1, t0)
 
