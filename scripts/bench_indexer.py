@@ -226,8 +226,8 @@ def sweep(bw, only=""):
                L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
               (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
-    topk = {1: [dict(threshold_step=2)], 8: [dict(threshold_step=2)],
-            64: [dict(threshold_step=2)]}
+    topk = {1: [dict(threshold_step=2)], 8: [dict(threshold_step=2), dict(block_n=2048)],
+            64: [dict(threshold_step=2), dict(block_n=2048), dict(programs=4224)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
@@ -259,7 +259,7 @@ def sweep(bw, only=""):
                          f"{' pairs' if lc.scale_pairs else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
-            for change in topk.get(batch, []) if layout == "BSND" and n == 1 else []:
+            for change in topk.get(batch, []) if layout == "BSND" else []:
                 configs.TOPK = dataclasses.replace(base_topk, **change)
                 line(tag, f"topk {change}", sets, reps)
             configs.TOPK = base_topk
