@@ -227,7 +227,8 @@ def sweep(bw, only=""):
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
               (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
     topk = {1: [dict(threshold_step=2)], 8: [dict(threshold_step=2), dict(block_n=2048)],
-            64: [dict(threshold_step=2), dict(block_n=2048), dict(programs=4224)]}
+            64: [dict(threshold_step=2), dict(block_n=2048), dict(block_n=4096),
+                 dict(programs=4224)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
