@@ -217,11 +217,11 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     L = configs.LogitsConfig
-    single = [L(64, 6, 4, 4, scale_pairs=True), L(64, 5, 4, 3, scale_pairs=True),
-              L(64, 6, 4, 2, scale_pairs=True), L(64, 7, 4, 3, scale_pairs=True),
-              L(64, 4, 4, 3, scale_pairs=True), L(64, 8, 4, 3), L(64, 4, 4, 4), L(64, 6, 4, 3)]
-    stacked = [L(64, 2, 8, 4, tma=True), L(128, 2, 8, 3, tma=True), L(64, 4, 8, 3, tma=True),
-               L(64, 3, 4, 5, tma=True), L(64, 2, 4, 5), L(64, 2, 4, 6, tma=True)]
+    # programs per SM from registers (scripts/check_cuda_compile.py): int8 single 5, fp8 single
+    # 3 (161 registers), stacked and prefill 2; P above that runs part of the grid in a 2nd wave
+    single = [L(64, 5, 4, 3, scale_pairs=True), L(64, 8, 4, 3), L(64, 3, 4, 3), L(64, 3, 4, 4),
+              L(64, 3, 4, 3, tma=True), L(64, 6, 4, 3, tma=True, scale_pairs=True)]
+    stacked = [L(64, 2, 4, 4, tma=True), L(64, 2, 4, 6, tma=True), L(64, 1, 4, 5, tma=True)]
     prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 3, 4, 3, tma=True, max_stack=4),
                L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,

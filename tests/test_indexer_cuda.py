@@ -276,18 +276,21 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens):
     """The top-k's tuning options (bits of the bisected threshold and bits per bisection step,
-    rank prefetch) change how the candidates are found and ranked, never the result."""
+    rank prefetch, programmatic dependent launches) change how the candidates are found and
+    ranked, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
                                        return_value=True, device="cuda", seed=9)
     outs = []
-    for bits, prefetch, step in ((32, False, 1), (20, False, 1), (32, True, 1), (24, True, 1),
-                                 (20, True, 2), (32, False, 2)):
+    for bits, prefetch, step, pdl in ((32, False, 1, False), (20, False, 1, False),
+                                      (32, True, 1, False), (24, True, 1, False),
+                                      (20, True, 2, False), (32, False, 2, False),
+                                      (20, True, 1, True)):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, rank_prefetch=prefetch, threshold_step=step,
-            rank_max_rows=16))
+            pdl=pdl, rank_max_rows=16))
         poison()
         outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs)

@@ -136,8 +136,11 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale),
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
-        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN,
+        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=tc.pdl,
         num_warps=lc.num_warps, **common)
+    # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
+    # (its launch overlaps that kernel's tail; it waits for its writes before reading)
+    dep = dict(PDL=tc.pdl, launch_pdl=tc.pdl)
 
     k = p.sparse_count
     cand_cap = candidate_slots(k)  # few sizes: few compiled variants
@@ -147,31 +150,30 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
         NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,
-        BLOCK_B=block_b, num_warps=tc.num_warps,
-        **common)
+        BLOCK_B=block_b, num_warps=tc.num_warps, **dep, **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
     _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, K_PAD=k_pad,
-                                        BLOCK_N=tc.block_n, num_warps=tc.num_warps)
+                                        BLOCK_N=tc.block_n, num_warps=tc.num_warps, **dep)
     mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     total = torch.empty(rows, dtype=torch.int32, device=dev)
     _indexer_merge_kernel[(rows, g)](
         logits, cap, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
-        BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps)
+        BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
     values = val_out if p.return_value else idx_out
     if rows <= tc.rank_max_rows:
         _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
             mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
             CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, PREFETCH=tc.rank_prefetch,
-            num_warps=4)
+            num_warps=4, **dep)
     else:
         ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
         block = min(1024, triton.next_power_of_2(k))
         _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
             ordered, perm, cand_cap, cand_idx, total, idx_out, values, k,
-            RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4)
+            RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):

@@ -199,7 +199,10 @@ def _indexer_logits_kernel(
         KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
-        FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr):
+        FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
+        PDL: tl.constexpr):
+    if PDL:  # phase 2's first kernel may launch as this one's programs finish (its own wait
+        tl.extra.cuda.gdc_launch_dependents()  # keeps it from reading the logits early)
     pid = tl.program_id(0)
     W = tl.num_programs(0) // P
     worker = pid // P

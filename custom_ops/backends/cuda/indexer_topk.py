@@ -30,6 +30,16 @@ INT32_MIN = tl.constexpr(-2147483648)
 
 
 @triton.jit
+def _dependent_start(PDL: tl.constexpr):
+    """PDL: this kernel was launched as a programmatic dependent of the previous one (its launch
+    overlaps that kernel's tail): wait until the previous kernel's writes are visible before
+    reading anything, then let the next kernel launch early in turn."""
+    if PDL:
+        tl.extra.cuda.gdc_wait()
+        tl.extra.cuda.gdc_launch_dependents()
+
+
+@triton.jit
 def _mono(x):
     bits = x.to(tl.int32, bitcast=True)
     return tl.where(bits < 0, bits ^ 2147483647, bits)
@@ -199,7 +209,8 @@ def _indexer_threshold_kernel(
         B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
         LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
-        BLOCK_B: tl.constexpr):
+        BLOCK_B: tl.constexpr, PDL: tl.constexpr):
+    _dependent_start(PDL)
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
@@ -214,8 +225,9 @@ def _indexer_threshold_kernel(
 def _indexer_segments_kernel(
         logits_ptr, stride_l, thr_ptr,
         seg_ptr, cnt_ptr,  # int64 [R, G, 2 * K_PAD] packed candidates; int32 [R, G] counts
-        K_PAD: tl.constexpr, BLOCK_N: tl.constexpr):
+        K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
     """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their count."""
+    _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
     G = tl.num_programs(1)
@@ -234,10 +246,11 @@ def _indexer_segments_kernel(
 def _indexer_merge_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
         mono_ptr, idx_ptr, tot_ptr,  # int32 [R, 2 * K_PAD] x2, int32 [R]: each row's candidates
-        K, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, G_PAD: tl.constexpr):
+        K, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, G_PAD: tl.constexpr, PDL: tl.constexpr):
     """Program (r, g) copies segment g to its offset (the counts before it); program (r, 0) pads
     the tail and writes the count, or, when the sampled threshold missed [K, CAP], runs the
     exact select over the whole row instead (the others then copy nothing)."""
+    _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
     G = tl.num_programs(1)
@@ -275,11 +288,12 @@ def _indexer_rank_kernel(
         mono_ptr, idx_ptr, tot_ptr,  # each row's candidates (index order) and their count
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
-        BLOCK_J: tl.constexpr, PREFETCH: tl.constexpr):
+        BLOCK_J: tl.constexpr, PREFETCH: tl.constexpr, PDL: tl.constexpr):
     """Candidate i goes to position rank(i) = #{j : mono_j > mono_i} + #{j < i : mono_j == mono_i}
     (candidates are in index order, so that is SPEC's order); positions from min(total, K) on
     get -1 / -inf. Blocks of j wholly before i count mono_j >= mono_i, wholly after mono_j >
     mono_i: one compare and one add per pair, summed once at the end."""
+    _dependent_start(PDL)
     r64 = tl.program_id(0).to(tl.int64)
     i0 = tl.program_id(1) * BLOCK_I
     i = i0 + tl.arange(0, BLOCK_I)
@@ -325,7 +339,8 @@ def _indexer_unpack_kernel(
         sorted_ptr, perm_ptr, stride_s,  # int32 monos / int64 positions [R, CAP], sorted rows
         idx_ptr, tot_ptr,  # each row's candidate indices [R, CAP] and count [R]
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, BLOCK: tl.constexpr):
+        K, RETURN_VALUE: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    _dependent_start(PDL)
     r64 = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     keep = offs < tl.minimum(tl.load(tot_ptr + r64), K)

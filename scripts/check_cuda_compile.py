@@ -1,0 +1,145 @@
+"""Compile the CUDA backend's Triton kernels for sm_90 without a GPU, exactly as this checkout's
+configuration launches them, and print one aligned line per kernel variant: registers per
+thread, spilled (local) bytes and shared memory. Compile errors in the paths only a GPU runs
+(TMA descriptors, programmatic dependent launch) and register spills show up before a device
+is lent; the numbers also give each variant's occupancy.
+
+    pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
+    PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl]
+        [--threshold-step 2] [--block-n N] [--samples N]
+
+How: the indexer runs on small CPU inputs with every Triton launch replaced by a recorder (the
+host code, its checks, chunking and config choices run for real; no kernel runs); each recorded
+launch is then compiled with triton.compile for an sm_90 target from the same argument types,
+compile-time constants and launch options. Exit status 1 if any variant spills.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import inspect
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.runtime.jit import mangle_type
+
+from custom_ops import _checks
+from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
+from custom_ops.testing import make_indexer_inputs
+
+FP8 = torch.float8_e4m3fn
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl")
+# one call per phase-1 path and per top-k ordering, int8 (fp16 scales) and fp8 (fp32 scales)
+CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
+         dict(q_lens=[3, 2, 4], k_lens=[5000, 3000, 700]),
+         dict(q_lens=[1] * 8, k_lens=[4000] * 8),
+         dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]
+KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
+           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel")
+
+
+class Recorder:
+    """Stands in for a JIT kernel: `kernel[grid](*args, **kwargs)` records the launch."""
+
+    def __init__(self, fn, calls):
+        self.fn, self.calls = fn, calls
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.calls.append((self.fn, args, kwargs))
+
+
+def run(args, kwargs):
+    full = dict(metadata=None, query_quant_mode=0, key_quant_mode=0, pre_tokens=2**63 - 1,
+                next_tokens=2**63 - 1, actual_seq_lengths_query=None)
+    full.update(kwargs)
+    p = _checks.check_indexer(*args, **full)
+    cuda_indexer.indexer(*args, full["actual_seq_lengths_query"], full["actual_seq_lengths_key"],
+                         full["block_table"], None, p=p, workers=132)
+
+
+def compile_launch(fn, args, kwargs):
+    names = list(inspect.signature(fn.fn).parameters)
+    constexprs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    signature = {n: "constexpr" if n in constexprs else mangle_type(a)
+                 for n, a in zip(names, list(args) + [None] * (len(names) - len(args)))}
+    src = triton.compiler.ASTSource(fn=fn, signature=signature,
+                                    constexprs={(names.index(k),): v for k, v in constexprs.items()})
+    options = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def resources(kernel) -> dict:
+    """Registers and local (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
+    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
+                             text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if "REG:" in l)
+    res = dict(item.split(":") for item in line.split() if ":" in item)
+    res["SHARED"] = str(kernel.metadata.shared)
+    return res
+
+
+def variant(fn, kwargs) -> str:
+    keep = ("MODE", "NQ", "CONTIG", "TMA", "KS_PAIRS", "BLOCK_K", "NUM_STAGES", "PAGE", "NS",
+            "STEP", "BLOCK_N", "BLOCK_I", "PDL", "launch_pdl", "num_warps")
+    return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
+    ap.add_argument("--pdl", action="store_true", help="phase 2 as programmatic dependents")
+    ap.add_argument("--threshold-step", type=int)
+    ap.add_argument("--block-n", type=int)
+    ap.add_argument("--samples", type=int)
+    opts = ap.parse_args()
+    tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
+    if opts.threshold_step:
+        tc = dataclasses.replace(tc, threshold_step=opts.threshold_step)
+    if opts.block_n:
+        tc = dataclasses.replace(tc, block_n=opts.block_n)
+    if opts.samples:
+        tc = dataclasses.replace(tc, samples=opts.samples, max_samples=max(opts.samples,
+                                                                          tc.max_samples))
+    configs.TOPK = tc
+    if opts.tma:
+        for key, lc in list(configs.LOGITS.items()):
+            configs.LOGITS[key] = dataclasses.replace(lc, tma=True)
+    calls = []
+    for name in KERNELS:
+        setattr(cuda_indexer, name, Recorder(getattr(cuda_indexer, name), calls))
+    meta = indexer_metadata._indexer_metadata_kernel
+    indexer_metadata._indexer_metadata_kernel = Recorder(meta, calls)
+    for i, case in enumerate(CASES):
+        for qk in (torch.int8, FP8):
+            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
+                                               block_size=64, seed=i)
+            run(args, kwargs)
+    seen, spills = set(), 0
+    for fn, args, kwargs in calls:
+        key = (fn.__name__, tuple(mangle_type(a) for a in args), tuple(sorted(kwargs.items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        res = resources(compile_launch(fn, args, kwargs))
+        spills += int(res["LOCAL"]) > 0
+        warps = kwargs.get("num_warps", 4)
+        per_sm = min(65536 // (int(res["REG"]) * 32 * warps),
+                     233472 // max(int(res["SHARED"]), 1), 64 // warps)
+        print(f"{fn.__name__:<28} regs {res['REG']:>3}  local {res['LOCAL']:>5}  "
+              f"shared {res['SHARED']:>6}  programs/SM {per_sm:>2}  {variant(fn, kwargs)}",
+              flush=True)
+    print(f"{len(seen)} variants compiled for sm_90, {spills} spilling")
+    sys.exit(1 if spills else 0)
+
+
+if __name__ == "__main__":
+    main()
