@@ -28,9 +28,9 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.runtime.jit import mangle_type
 
-from custom_ops import _checks
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
 from custom_ops.testing import make_indexer_inputs
+from cuda_indexer_call import call
 
 FP8 = torch.float8_e4m3fn
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl")
@@ -51,15 +51,6 @@ class Recorder:
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.calls.append((self.fn, args, kwargs))
-
-
-def run(args, kwargs):
-    full = dict(metadata=None, query_quant_mode=0, key_quant_mode=0, pre_tokens=2**63 - 1,
-                next_tokens=2**63 - 1, actual_seq_lengths_query=None)
-    full.update(kwargs)
-    p = _checks.check_indexer(*args, **full)
-    cuda_indexer.indexer(*args, full["actual_seq_lengths_query"], full["actual_seq_lengths_key"],
-                         full["block_table"], None, p=p, workers=132)
 
 
 def compile_launch(fn, args, kwargs):
@@ -122,7 +113,7 @@ def main():
         for qk in (torch.int8, FP8):
             args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
                                                block_size=64, seed=i)
-            run(args, kwargs)
+            call(args, kwargs, workers=132)
     seen, spills = set(), 0
     for fn, args, kwargs in calls:
         key = (fn.__name__, tuple(mangle_type(a) for a in args), tuple(sorted(kwargs.items())))

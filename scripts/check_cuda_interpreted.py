@@ -18,9 +18,9 @@ os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
 
-from custom_ops import _checks  # noqa: E402
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer  # noqa: E402
 from custom_ops.testing import assert_indexer_close, make_indexer_inputs  # noqa: E402
+from cuda_indexer_call import call  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 CASES = [
@@ -40,13 +40,7 @@ CASES = [
 
 
 def run(args, kwargs, workers=6):
-    full = dict(metadata=None, query_quant_mode=0, key_quant_mode=0, pre_tokens=2**63 - 1,
-                next_tokens=2**63 - 1, actual_seq_lengths_query=None)
-    full.update(kwargs)
-    p = _checks.check_indexer(*args, **full)
-    return cuda_indexer.indexer(*args, full["actual_seq_lengths_query"],
-                                full["actual_seq_lengths_key"], full["block_table"], None,
-                                p=p, workers=workers)
+    return call(args, kwargs, workers)
 
 
 def main():
