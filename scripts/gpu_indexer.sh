@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: CUDA correctness (first), memcheck on a subset, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
+#   [TESTS=0] [MEMCHECK=0] [LONG=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -23,6 +23,11 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
       -k "cuda and (corner or ties_exact or seed_example or sweep and (TND or k2048))" 2>&1 \
       | tee "$OUT/memcheck.log" | tail -6
   echo "memcheck exit ${PIPESTATUS[0]}"
+fi
+if [ "${LONG:-1}" = 1 ]; then
+  # B=64, 128K keys, next_n=4, int8 and fp8: every row against float64 torch scores
+  timeout "${LONG_TIMEOUT:-150}" python3 scripts/check_cuda_long_context.py 2>&1 | tee "$OUT/long_context.log"
+  echo "long-context check exit ${PIPESTATUS[0]}"
 fi
 case "$MODE" in
   profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
