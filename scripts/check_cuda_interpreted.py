@@ -39,10 +39,6 @@ CASES = [
 ]
 
 
-def run(args, kwargs, workers=6):
-    return call(args, kwargs, workers)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
@@ -84,7 +80,7 @@ def main():
         if opts.cases and i not in opts.cases:
             continue
         args, kwargs = make_indexer_inputs(**case, return_value=True, seed=i)
-        out = run(args, kwargs)
+        out = call(args, kwargs, workers=6)
         assert_indexer_close(*out, args, kwargs, exact=case.get("ties", False))
         print(f"case {i} ok: {case}", flush=True)
 
