@@ -40,8 +40,7 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[1] * 8, k_lens=[4000] * 8),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
-           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel",
-           "_indexer_order_kernel")
+           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel")
 
 
 class Recorder:

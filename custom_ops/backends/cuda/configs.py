@@ -51,10 +51,6 @@ class TopkConfig:
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; not yet measured)
-    # more rows than rank_max_rows: "buckets" (one program per row, `_indexer_order_kernel`) or
-    # "sort" (torch.sort of the monos, then `_indexer_unpack_kernel`)
-    order: str = "buckets"
-    order_buckets: int = 4096  # NB: buckets per row of the bucket order
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -102,13 +98,10 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
     rows·G <= programs + rows, which keeps the bound monotone in rows), the merged (mono, index)
-    arrays, the ordering's scratch (the larger of the sort's outputs, int32 values and int64
-    positions, and the bucket order's int32 counts and starts and int64 keys) and small per-row
-    counters."""
+    arrays, the sort's outputs (int32 values, int64 positions) and small per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k)
-    order = max(slots * 12, tc.order_buckets * 8 + slots * 8)
-    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + slots * 8 + order + 4 + 16
+    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + slots * 8 + slots * 12 + 4 + 16
     return rows * per_row + tc.programs * (slots * 8 + 4)
 
 

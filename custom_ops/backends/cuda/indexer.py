@@ -26,7 +26,7 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import (_indexer_merge_kernel, _indexer_order_kernel, _indexer_rank_kernel,
+from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
@@ -168,13 +168,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
             CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, PREFETCH=tc.rank_prefetch,
             num_warps=4, **dep)
-    elif tc.order == "buckets":
-        nb = tc.order_buckets
-        _indexer_order_kernel[(rows,)](
-            mono, cand_idx, total, torch.empty((rows, nb), dtype=torch.int32, device=dev),
-            torch.empty((rows, nb), dtype=torch.int32, device=dev),
-            torch.empty((rows, cand_cap), dtype=torch.int64, device=dev), idx_out, values, k,
-            RETURN_VALUE=p.return_value, CAP=cand_cap, NB=nb, num_warps=tc.num_warps, **dep)
     else:
         ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
         block = min(1024, triton.next_power_of_2(k))

@@ -335,66 +335,6 @@ def _indexer_rank_kernel(
 
 
 @triton.jit
-def _indexer_order_kernel(
-        mono_ptr, idx_ptr, tot_ptr,  # each row's candidates (index order) and their count
-        cnt_ptr, start_ptr, tmp_ptr,  # scratch: int32 [R, NB] x2, int64 [R, CAP]
-        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, NB: tl.constexpr,
-        PDL: tl.constexpr):
-    """One program orders one row's candidates by buckets: the bucket of a candidate is the top
-    bits of its unsigned key above the row's smallest, a monotone map, so every candidate of a
-    higher bucket beats it and its position is (the candidates of higher buckets) + (the members
-    of its own bucket that beat it). The global atomics only give each candidate a slot inside
-    its bucket; the position is decided by comparing packed (mono, index) keys, so the result is
-    deterministic. Buckets hold a few candidates each (floats' bits are log-like, so even a far
-    outlier leaves most buckets to the bulk); a row of equal scores is one bucket: correct,
-    O(n) per candidate. The barriers order the program's own global writes before its reads."""
-    _dependent_start(PDL)
-    r64 = tl.program_id(0).to(tl.int64)
-    s = tl.arange(0, CAP)
-    total = tl.load(tot_ptr + r64)
-    valid = s < total
-    mono = tl.load(mono_ptr + r64 * CAP + s)
-    idx = tl.load(idx_ptr + r64 * CAP + s)
-    u = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True)
-    lo = tl.min(tl.where(valid, u, 4294967295), 0)
-    span = tl.max(tl.where(valid, u - lo, 0), 0)
-    shift = tl.zeros([], dtype=tl.int32)  # the least shift with span >> shift < NB
-    for sh in tl.static_range(32):
-        shift += ((span >> sh) >= NB).to(tl.int32)
-    b = tl.minimum((u - lo) >> shift.to(tl.uint32), NB - 1).to(tl.int32)
-    cnt_row = cnt_ptr + r64 * NB
-    start_row = start_ptr + r64 * NB
-    bins = tl.arange(0, NB)
-    tl.store(cnt_row + bins, tl.zeros([NB], dtype=tl.int32))
-    tl.debug_barrier()
-    slot = tl.atomic_add(cnt_row + b, tl.full([CAP], 1, tl.int32), mask=valid, sem="relaxed")
-    tl.debug_barrier()
-    counts = tl.load(cnt_row + bins, cache_modifier=".cg")
-    # higher buckets come first: bucket b starts after the candidates of buckets above it
-    tl.store(start_row + bins, tl.cumsum(counts, 0, reverse=True) - counts)
-    tl.debug_barrier()
-    first = tl.load(start_row + b, mask=valid, other=0, cache_modifier=".cg")
-    members = tl.load(cnt_row + b, mask=valid, other=0, cache_modifier=".cg")
-    key = _pack(mono, idx)
-    tl.store(tmp_ptr + r64 * CAP + first + slot, key, mask=valid)
-    tl.debug_barrier()
-    beaten = tl.zeros([CAP], dtype=tl.int32)
-    for j in range(0, tl.max(members, 0)):
-        m = valid & (j < members)
-        other = tl.load(tmp_ptr + r64 * CAP + first + j, mask=m, other=0, cache_modifier=".cg")
-        beaten += (m & (other > key)).to(tl.int32)
-    pos = first + beaten
-    put = valid & (pos < K)
-    tl.store(out_idx_ptr + r64 * K + pos, idx, mask=put)
-    pad = (s >= total) & (s < K)
-    tl.store(out_idx_ptr + r64 * K + s, tl.full([CAP], -1, tl.int32), mask=pad)
-    if RETURN_VALUE:
-        tl.store(out_val_ptr + r64 * K + pos, _score_of(mono), mask=put)
-        tl.store(out_val_ptr + r64 * K + s, tl.full([CAP], float("-inf"), tl.float32), mask=pad)
-
-
-@triton.jit
 def _indexer_unpack_kernel(
         sorted_ptr, perm_ptr, stride_s,  # int32 monos / int64 positions [R, CAP], sorted rows
         idx_ptr, tot_ptr,  # each row's candidate indices [R, CAP] and count [R]
