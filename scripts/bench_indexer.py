@@ -219,16 +219,17 @@ def sweep(bw, only=""):
     L = configs.LogitsConfig
     # programs per SM from registers (scripts/check_cuda_compile.py): int8 single 5, fp8 single
     # 3 (161 registers), stacked and prefill 2; P above that runs part of the grid in a 2nd wave
-    single = [L(64, 5, 4, 3, scale_pairs=True), L(64, 8, 4, 3), L(64, 3, 4, 3), L(64, 3, 4, 4),
-              L(64, 3, 4, 3, tma=True), L(64, 6, 4, 3, tma=True, scale_pairs=True)]
-    stacked = [L(64, 2, 4, 4, tma=True), L(64, 2, 4, 6, tma=True), L(64, 1, 4, 5, tma=True)]
-    prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 3, 4, 3, tma=True, max_stack=4),
-               L(64, 2, 4, 3, tma=True, max_stack=4), L(64, 4, 4, 3, max_stack=4)]
+    single = [L(64, 8, 4, 3, scale_pairs=True), L(64, 10, 4, 3, scale_pairs=True),
+              L(64, 8, 4, 3), L(64, 6, 4, 3)]
+    # next_n 4 as two groups of 2 stacked tokens (path 3: the unit's tiles read twice, L2-hot)
+    stacked = [L(64, 2, 4, 6, tma=True), L(64, 3, 4, 3, tma=True, max_stack=2),
+               L(64, 4, 4, 3, tma=True, max_stack=2), L(64, 4, 4, 4, tma=True, max_stack=2)]
+    prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 2, 4, 4, tma=True, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
-              (1, 1): [L(64, 4, 4, 3), L(64, 6, 4, 3, scale_pairs=True), L(64, 4, 4, 4, tma=True)]}
-    topk = {1: [dict(threshold_step=2)], 8: [dict(threshold_step=2), dict(block_n=2048)],
-            64: [dict(threshold_step=2), dict(block_n=2048), dict(block_n=4096),
-                 dict(programs=4224)]}
+              (1, 1): [L(64, 4, 4, 3), L(64, 4, 4, 4, tma=True)]}
+    topk = {1: [dict(pdl=True)], 8: [dict(pdl=True), dict(segment_warps=4)],
+            64: [dict(pdl=True), dict(segment_warps=4), dict(segment_warps=4, programs=2112),
+                 dict(segment_warps=4, pdl=True)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -273,26 +273,27 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
+@pytest.mark.parametrize("ties", [False, True], ids=["random", "ties"])
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
-def test_topk_options_give_the_same_bits(monkeypatch, q_lens):
+def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     """The top-k's tuning options (bits of the bisected threshold and bits per bisection step,
-    rank prefetch, programmatic dependent launches) change how the candidates are found and
-    ranked, never the result."""
+    rank prefetch, programmatic dependent launches, rank or sort) change how the candidates are
+    found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
-                                       return_value=True, device="cuda", seed=9)
+                                       return_value=True, device="cuda", seed=9, ties=ties)
     outs = []
-    for bits, prefetch, step, pdl in ((32, False, 1, False), (20, False, 1, False),
-                                      (32, True, 1, False), (24, True, 1, False),
-                                      (20, True, 2, False), (32, False, 2, False),
-                                      (20, True, 1, True)):
+    for bits, prefetch, step, pdl, rank_rows in (
+            (32, False, 1, False, 16), (20, False, 1, False, 16), (32, True, 1, False, 16),
+            (24, True, 1, False, 16), (20, True, 2, False, 16), (32, False, 2, False, 16),
+            (20, True, 1, True, 16), (20, True, 1, False, 0), (20, True, 1, True, 0)):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, rank_prefetch=prefetch, threshold_step=step,
-            pdl=pdl, rank_max_rows=16))
+            pdl=pdl, rank_max_rows=rank_rows))
         poison()
         outs.append(op(*args, **kwargs))
-    assert_indexer_close(*outs[0], args, kwargs)
+    assert_indexer_close(*outs[0], args, kwargs, exact=ties)
     for out in outs[1:]:
         assert torch.equal(out[0], outs[0][0]) and torch.equal(out[1], outs[0][1])

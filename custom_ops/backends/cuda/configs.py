@@ -51,6 +51,7 @@ class TopkConfig:
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; not yet measured)
+    segment_warps: int = 8  # warps of the segment (compaction) kernel
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),

@@ -155,7 +155,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
     _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, K_PAD=k_pad,
-                                        BLOCK_N=tc.block_n, num_warps=tc.num_warps, **dep)
+                                        BLOCK_N=tc.block_n, num_warps=tc.segment_warps, **dep)
     mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     total = torch.empty(rows, dtype=torch.int32, device=dev)
