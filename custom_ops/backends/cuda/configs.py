@@ -50,15 +50,14 @@ class TopkConfig:
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
-    pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; not yet measured)
-    segment_warps: int = 8  # warps of the segment (compaction) kernel
+    pdl: bool = True  # phase 2 as programmatic dependent launches (Hopper)
+    segment_warps: int = 4  # warps of the segment (compaction) kernel
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
 # "stacked" (decode, next_n <= max_stack), "prefill" (a query block: tokens in groups of max_stack)
 LOGITS = {
-    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=6, num_warps=4, num_stages=3,
-                                     scale_pairs=True),
+    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                       tma=True),
     ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,

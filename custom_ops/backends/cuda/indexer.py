@@ -14,6 +14,7 @@ decoded on the host once per tensor version, so a wrong one raises ValueError as
 from __future__ import annotations
 
 import dataclasses
+import os
 import weakref
 
 import torch
@@ -104,6 +105,14 @@ def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     return unit_tokens, (3 if lc.max_stack > 1 else 0), lc.max_stack, lc
 
 
+def _pdl_ok(dev: torch.device) -> bool:
+    """Programmatic dependent launch needs Hopper or newer; the Triton interpreter has none.
+    (On CPU tensors outside the interpreter, launches are only recorded and compiled for sm_90.)"""
+    if dev.type == "cuda":
+        return torch.cuda.get_device_capability(dev) >= (9, 0)
+    return os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+
+
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
          p: _checks.IndexerProblem, rows: int, s1: int, leading_zero: bool, workers: int):
     """Both phases for one (sub-)problem whose `rows` output rows fit the workspace."""
@@ -111,6 +120,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     cap = p.max_blocks_per_seq * p.block_size
     tc = topk_config()
     dev = query.device
+    pdl = tc.pdl and _pdl_ok(dev)
     tnd = p.layout_query == "TND"
     unit_tokens, mode, nq, lc = _logits_path(p, rows, s1, is_int8)
     fp8_as_f16 = lc.fp8_as_f16 and not is_int8
@@ -136,11 +146,11 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale),
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
-        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=tc.pdl,
+        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
         num_warps=lc.num_warps, **common)
     # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
     # (its launch overlaps that kernel's tail; it waits for its writes before reading)
-    dep = dict(PDL=tc.pdl, launch_pdl=tc.pdl)
+    dep = dict(PDL=pdl, launch_pdl=pdl)
 
     k = p.sparse_count
     cand_cap = candidate_slots(k)  # few sizes: few compiled variants
