@@ -50,7 +50,7 @@ class TopkConfig:
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
-    pdl: bool = True  # phase 2 as programmatic dependent launches (Hopper)
+    pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
     segment_warps: int = 4  # warps of the segment (compaction) kernel
 
 
