@@ -4,10 +4,10 @@ A score maps to an int32 `mono` whose signed order is the float order (negative 
 magnitude bits flipped). Descending (mono, then index ascending) is SPEC's order, ties included:
 the int64 key (mono << 32) | (2^32-1 - index) orders exactly so, with no atomics deciding anything.
 
-1. Segments (grid rows × G): every program of a row computes the same threshold t0 from a strided
-   sample of NS scores (bisection on its bits: about 1.5·k scores reach it), then compacts the
-   keys of its segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD)
-   and writes how many it found. G programs per row keep one long row (B=1) on many SMs.
+1. Threshold (grid rows): t0 from a strided sample of NS scores (bisection on its bits: about
+   1.5·k scores reach it). Segments (grid rows × G): each program compacts the keys of its
+   segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD) and writes
+   how many it found. G programs per row keep one long row (B=1) on many SMs.
 2. Merge (grid rows): the counts give each segment's offset; if the row's total is in [k, CAP]
    (or the row sees at most k keys, all taken) the segments are copied side by side into
    (mono, index) arrays in index order; otherwise (heavy ties, adversarial rows) an exact radix
