@@ -11,6 +11,8 @@ import dataclasses
 
 import torch
 
+from . import _schemas  # noqa: F401  (the schemas that keyword defaults come from)
+
 NUM_HEADS_Q, NUM_HEADS_K, HEAD_DIM = 64, 1, 128
 MAX_SPARSE_COUNT = 2048
 MAX_BLOCK_SIZE = 1024
@@ -33,6 +35,43 @@ class IndexerProblem:
     sparse_mode: int
     cmp_ratio: int
     return_value: bool
+
+
+def _keyword_arguments(op_name: str, kwargs: dict, **own) -> dict:
+    """Every keyword-only argument of torch.ops.custom.<op_name>: the caller's, else `own`, else
+    the registered schema's default. The dispatcher hands a Python kernel only the keywords the
+    caller wrote, so each kernel would otherwise restate the defaults; the schema is their one
+    source."""
+    out = {}
+    for arg in getattr(torch.ops.custom, op_name).default._schema.arguments:
+        if not arg.kwarg_only:
+            continue
+        if arg.name in kwargs:
+            out[arg.name] = kwargs[arg.name]
+        elif arg.name in own:
+            out[arg.name] = own[arg.name]
+        elif arg.has_default_value():
+            out[arg.name] = arg.default_value
+        else:
+            raise TypeError(f"{op_name}() missing required keyword argument {arg.name!r}")
+    unknown = sorted(set(kwargs) - set(out))
+    if unknown:
+        raise TypeError(f"{op_name}() got unexpected keyword arguments {unknown}")
+    return out
+
+
+def indexer_arguments(kwargs: dict) -> dict:
+    """The indexer's keyword arguments with the schema's defaults filled in (SPEC §1.1)."""
+    return _keyword_arguments("npu_vllm_quant_lightning_indexer", kwargs)
+
+
+def metadata_arguments(kwargs: dict) -> dict:
+    """The metadata op's keyword arguments with the schema's defaults filled in (SPEC §2), except
+    that a call without `device` computes where the key lengths are: the dispatcher chose the
+    backend by that device, so it is the only one the call can mean (fake kernels agree)."""
+    ask = kwargs.get("actual_seq_lengths_key")
+    own = {} if ask is None else {"device": ask.device.type}
+    return _keyword_arguments("npu_vllm_quant_lightning_indexer_metadata", kwargs, **own)
 
 
 def _fail(name, value, rule, exc=ValueError):

@@ -66,21 +66,13 @@ def _batch_topk(q, a, keys, ks, vis, k, compute_dtype):
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CPU")
-def npu_vllm_quant_lightning_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale, *,
-        actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
-        metadata=None, query_quant_mode=0, key_quant_mode=0, layout_query="BSND",
-        layout_key="PA_BSND", sparse_count=2048, sparse_mode=3, pre_tokens=2**63 - 1,
-        next_tokens=2**63 - 1, cmp_ratio=1, return_value=False):
-    p = _checks.check_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale,
-        actual_seq_lengths_query=actual_seq_lengths_query,
-        actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table, metadata=metadata,
-        query_quant_mode=query_quant_mode, key_quant_mode=key_quant_mode,
-        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
-        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
-        cmp_ratio=cmp_ratio, return_value=return_value)
-    _checks.check_length_values(p, actual_seq_lengths_query, actual_seq_lengths_key, block_table)
+def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                                     **kwargs):
+    kw = _checks.indexer_arguments(kwargs)
+    p = _checks.check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, **kw)
+    asq, ask = kw["actual_seq_lengths_query"], kw["actual_seq_lengths_key"]
+    block_table, metadata = kw["block_table"], kw["metadata"]
+    _checks.check_length_values(p, asq, ask, block_table)
     if metadata is not None:
         md.check_matches(md.decode(metadata), backend=md.BACKEND_CPU, batch=p.batch,
                          sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
@@ -90,19 +82,19 @@ def npu_vllm_quant_lightning_indexer(
     q_rows = query.reshape(-1, *query.shape[-2:])  # [B*S1 or T, N1, D]
     a_rows = weights.float() * query_dequant_scale.float()  # exact for float16 inputs
     a_rows = a_rows.reshape(-1, a_rows.shape[-1])
-    s1 = md.query_lengths(actual_seq_lengths_query, p.batch, layout_query, p.max_s1)
-    if layout_query == "BSND":
+    s1 = md.query_lengths(asq, p.batch, p.layout_query, p.max_s1)
+    if p.layout_query == "BSND":
         starts = torch.arange(p.batch, dtype=torch.int64) * p.max_s1
     else:
         starts = torch.cumsum(s1, 0) - s1
-    s2 = actual_seq_lengths_key.to(torch.int64)
-    k = sparse_count
+    s2 = ask.to(torch.int64)
+    k = p.sparse_count
     out = torch.full((q_rows.shape[0], k), _PAD, dtype=torch.int64)
     for b, (row0, n, s2_b) in enumerate(zip(starts.tolist(), s1.tolist(), s2.tolist())):
-        s2c = s2_b // cmp_ratio
+        s2c = s2_b // p.cmp_ratio
         if n <= 0 or s2c <= 0:
             continue
-        vis = md.visible_keys(torch.arange(n), n, s2_b, cmp_ratio, sparse_mode)
+        vis = md.visible_keys(torch.arange(n), n, s2_b, p.cmp_ratio, p.sparse_mode)
         nblk = -(-s2c // p.block_size)
         blocks = block_table[b, :nblk].long()
         keys = key[blocks].reshape(nblk * p.block_size, -1)[:s2c]  # [S2c, D]
@@ -114,26 +106,16 @@ def npu_vllm_quant_lightning_indexer(
     hidden = score == float("-inf")
     index = torch.where(hidden, -1, index).to(torch.int32)
     shape = (*query.shape[:-2], key.shape[2], k)
-    values = torch.where(hidden, float("-inf"), score).reshape(shape) if return_value \
+    values = torch.where(hidden, float("-inf"), score).reshape(shape) if p.return_value \
         else torch.empty(0, dtype=torch.float32)
     return index.reshape(shape), values
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer_metadata", "CPU")
-def npu_vllm_quant_lightning_indexer_metadata(
-        *, actual_seq_lengths_query, actual_seq_lengths_key, num_heads_q, num_heads_k, head_dim,
-        query_quant_mode=0, key_quant_mode=0, batch_size=0, max_seqlen_q=0, max_seqlen_k=0,
-        layout_query="BSND", layout_key="PA_BSND", sparse_count=2048, sparse_mode=3,
-        pre_tokens=2**63 - 1, next_tokens=2**63 - 1, cmp_ratio=1, device="cpu"):
-    batch = _checks.check_metadata_args(
-        actual_seq_lengths_query=actual_seq_lengths_query,
-        actual_seq_lengths_key=actual_seq_lengths_key, num_heads_q=num_heads_q,
-        num_heads_k=num_heads_k, head_dim=head_dim, query_quant_mode=query_quant_mode,
-        key_quant_mode=key_quant_mode, batch_size=batch_size, max_seqlen_q=max_seqlen_q,
-        max_seqlen_k=max_seqlen_k, layout_query=layout_query, layout_key=layout_key,
-        sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
-        next_tokens=next_tokens, cmp_ratio=cmp_ratio, device=device)
-    return md.compute(CPU_SPLIT, actual_seq_lengths_query, actual_seq_lengths_key, batch=batch,
-                      max_seqlen_q=max_seqlen_q, layout_query=layout_query,
-                      sparse_count=sparse_count, sparse_mode=sparse_mode, cmp_ratio=cmp_ratio,
-                      device="cpu")
+def npu_vllm_quant_lightning_indexer_metadata(**kwargs):
+    kw = _checks.metadata_arguments(kwargs)
+    batch = _checks.check_metadata_args(**kw)
+    return md.compute(CPU_SPLIT, kw["actual_seq_lengths_query"], kw["actual_seq_lengths_key"],
+                      batch=batch, max_seqlen_q=kw["max_seqlen_q"], layout_query=kw["layout_query"],
+                      sparse_count=kw["sparse_count"], sparse_mode=kw["sparse_mode"],
+                      cmp_ratio=kw["cmp_ratio"], device="cpu")

@@ -105,32 +105,26 @@ def topk_rows(scores: torch.Tensor, k: int):
 
 
 def golden_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, *,
-                   actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
-                   metadata=None, query_quant_mode=0, key_quant_mode=0, layout_query="BSND",
-                   layout_key="PA_BSND", sparse_count=2048, sparse_mode=3,
-                   pre_tokens=2**63 - 1, next_tokens=2**63 - 1, cmp_ratio=1,
-                   return_value=False, rounding="float64"):
-    """The op's golden: same arguments and outputs as npu_vllm_quant_lightning_indexer (on CPU)."""
-    p = _checks.check_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale,
-        actual_seq_lengths_query=actual_seq_lengths_query,
-        actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table, metadata=None,
-        query_quant_mode=query_quant_mode, key_quant_mode=key_quant_mode,
-        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
-        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
-        cmp_ratio=cmp_ratio, return_value=return_value)
-    _checks.check_length_values(p, actual_seq_lengths_query, actual_seq_lengths_key, block_table)
-    rows = query.shape[0] * query.shape[1] if layout_query == "BSND" else query.shape[0]
-    idx = torch.full((rows, sparse_count), -1, dtype=torch.int32)
-    val = torch.full((rows, sparse_count), float("-inf"), dtype=torch.float32)
+                   rounding="float64", **kwargs):
+    """The op's golden: same arguments and outputs as npu_vllm_quant_lightning_indexer (on CPU);
+    the metadata, a schedule only, is ignored."""
+    kw = _checks.indexer_arguments(kwargs)
+    p = _checks.check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                              **{**kw, "metadata": None})
+    asq, ask, block_table = (kw["actual_seq_lengths_query"], kw["actual_seq_lengths_key"],
+                             kw["block_table"])
+    _checks.check_length_values(p, asq, ask, block_table)
+    rows = query.shape[0] * query.shape[1] if p.layout_query == "BSND" else query.shape[0]
+    k = p.sparse_count
+    idx = torch.full((rows, k), -1, dtype=torch.int32)
+    val = torch.full((rows, k), float("-inf"), dtype=torch.float32)
     for row0, score in golden_scores(
             query, key, weights, query_dequant_scale, key_dequant_scale,
-            actual_seq_lengths_query=actual_seq_lengths_query,
-            actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table,
-            layout_query=layout_query, sparse_mode=sparse_mode, cmp_ratio=cmp_ratio,
+            actual_seq_lengths_query=asq, actual_seq_lengths_key=ask, block_table=block_table,
+            layout_query=p.layout_query, sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
             rounding=rounding):
-        i, v = topk_rows(score, sparse_count)
+        i, v = topk_rows(score, k)
         idx[row0:row0 + score.shape[0]], val[row0:row0 + score.shape[0]] = i, v
-    shape = (*query.shape[:-2], key.shape[2], sparse_count)
-    values = val.reshape(shape) if return_value else torch.empty(0, dtype=torch.float32)
+    shape = (*query.shape[:-2], key.shape[2], k)
+    values = val.reshape(shape) if p.return_value else torch.empty(0, dtype=torch.float32)
     return idx.reshape(shape), values

@@ -219,24 +219,14 @@ def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
-def npu_vllm_quant_lightning_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale, *,
-        actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
-        metadata=None, query_quant_mode=0, key_quant_mode=0, layout_query="BSND",
-        layout_key="PA_BSND", sparse_count=2048, sparse_mode=3, pre_tokens=2**63 - 1,
-        next_tokens=2**63 - 1, cmp_ratio=1, return_value=False):
-    p = _checks.check_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale,
-        actual_seq_lengths_query=actual_seq_lengths_query,
-        actual_seq_lengths_key=actual_seq_lengths_key, block_table=block_table, metadata=metadata,
-        query_quant_mode=query_quant_mode, key_quant_mode=key_quant_mode,
-        layout_query=layout_query, layout_key=layout_key, sparse_count=sparse_count,
-        sparse_mode=sparse_mode, pre_tokens=pre_tokens, next_tokens=next_tokens,
-        cmp_ratio=cmp_ratio, return_value=return_value)
+def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                                     **kwargs):
+    kw = _checks.indexer_arguments(kwargs)
+    p = _checks.check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, **kw)
     with torch.cuda.device(query.device):  # Triton launches on the current device
         return indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
-                       actual_seq_lengths_query, actual_seq_lengths_key, block_table, metadata,
-                       p=p, workers=num_workers(query.device))
+                       kw["actual_seq_lengths_query"], kw["actual_seq_lengths_key"],
+                       kw["block_table"], kw["metadata"], p=p, workers=num_workers(query.device))
 
 
 def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,

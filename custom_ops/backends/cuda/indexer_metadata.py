@@ -129,22 +129,13 @@ def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch,
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer_metadata", "CUDA")
-def npu_vllm_quant_lightning_indexer_metadata(
-        *, actual_seq_lengths_query, actual_seq_lengths_key, num_heads_q, num_heads_k, head_dim,
-        query_quant_mode=0, key_quant_mode=0, batch_size=0, max_seqlen_q=0, max_seqlen_k=0,
-        layout_query="BSND", layout_key="PA_BSND", sparse_count=2048, sparse_mode=3,
-        pre_tokens=2**63 - 1, next_tokens=2**63 - 1, cmp_ratio=1, device="cuda"):
-    batch = _checks.check_metadata_args(
-        actual_seq_lengths_query=actual_seq_lengths_query,
-        actual_seq_lengths_key=actual_seq_lengths_key, num_heads_q=num_heads_q,
-        num_heads_k=num_heads_k, head_dim=head_dim, query_quant_mode=query_quant_mode,
-        key_quant_mode=key_quant_mode, batch_size=batch_size, max_seqlen_q=max_seqlen_q,
-        max_seqlen_k=max_seqlen_k, layout_query=layout_query, layout_key=layout_key,
-        sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
-        next_tokens=next_tokens, cmp_ratio=cmp_ratio, device=device)
-    dev = actual_seq_lengths_key.device
+def npu_vllm_quant_lightning_indexer_metadata(**kwargs):
+    kw = _checks.metadata_arguments(kwargs)
+    batch = _checks.check_metadata_args(**kw)
+    dev = kw["actual_seq_lengths_key"].device
     with torch.cuda.device(dev):  # Triton launches on the current device
-        return indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, batch=batch,
-                                max_seqlen_q=max_seqlen_q, layout_query=layout_query,
-                                sparse_count=sparse_count, sparse_mode=sparse_mode,
-                                cmp_ratio=cmp_ratio, workers=num_workers(dev))
+        return indexer_metadata(kw["actual_seq_lengths_query"], kw["actual_seq_lengths_key"],
+                                batch=batch, max_seqlen_q=kw["max_seqlen_q"],
+                                layout_query=kw["layout_query"], sparse_count=kw["sparse_count"],
+                                sparse_mode=kw["sparse_mode"], cmp_ratio=kw["cmp_ratio"],
+                                workers=num_workers(dev))
