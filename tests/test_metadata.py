@@ -74,6 +74,22 @@ def test_op_on_device(device):
     assert [u for w in per_worker for u in w] == order
 
 
+def test_op_without_device_computes_where_the_key_lengths_are(device):
+    """`device` left out: the real kernel and the fake (meta tensors) both follow the lengths."""
+    for dev in (device, "meta"):
+        ask = torch.tensor([7000, 300], dtype=torch.int32, device=dev)
+        meta = meta_op(actual_seq_lengths_query=None, actual_seq_lengths_key=ask, num_heads_q=64,
+                       num_heads_k=1, head_dim=128, max_seqlen_q=1)
+        assert meta.device.type == dev and meta.shape == (1024,)
+
+
+def test_op_rejects_an_unknown_keyword_with_its_name():
+    from custom_ops import _checks
+    with pytest.raises(TypeError, match="bogus"):
+        _checks.metadata_arguments(dict(actual_seq_lengths_query=None, actual_seq_lengths_key=None,
+                                        num_heads_q=64, num_heads_k=1, head_dim=128, bogus=1))
+
+
 def test_metadata_op_compiles_without_graph_break():
     asq = torch.tensor([1, 4], dtype=torch.int32)
     ask = torch.tensor([7000, 300], dtype=torch.int32)

@@ -59,3 +59,11 @@ def test_ascend_a3_mode_needs_int8():
     args, kw = make_indexer_inputs(q_lens=[1], k_lens=[20], qk_dtype=torch.float8_e4m3fn)
     with pytest.raises(ValueError, match="ascend_a3"):
         golden_scores(*args, rounding="ascend_a3", **kw)
+
+
+def test_golden_takes_the_op_keywords_only():
+    args, kwargs = make_indexer_inputs(q_lens=[1], k_lens=[50], sparse_count=8)
+    with pytest.raises(TypeError, match="sparse_cnt"):
+        golden_indexer(*args, **kwargs, sparse_cnt=4)
+    idx, _ = golden_indexer(*args, **{k: v for k, v in kwargs.items() if k != "sparse_count"})
+    assert idx.shape[-1] == 2048  # the schema's default
