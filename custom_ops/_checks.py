@@ -8,6 +8,7 @@ instead of syncing).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import torch
 
@@ -37,23 +38,30 @@ class IndexerProblem:
     return_value: bool
 
 
+@functools.cache
+def _keywords(op_name: str) -> tuple:
+    """(name, has a default, default) of each keyword-only argument of torch.ops.custom.<op_name>,
+    read from its registered schema once (reading the schema costs ~20 µs per call)."""
+    return tuple((a.name, a.has_default_value(), a.default_value)
+                 for a in getattr(torch.ops.custom, op_name).default._schema.arguments
+                 if a.kwarg_only)
+
+
 def _keyword_arguments(op_name: str, kwargs: dict, **own) -> dict:
-    """Every keyword-only argument of torch.ops.custom.<op_name>: the caller's, else `own`, else
-    the registered schema's default. The dispatcher hands a Python kernel only the keywords the
-    caller wrote, so each kernel would otherwise restate the defaults; the schema is their one
-    source."""
+    """Every keyword-only argument of torch.ops.custom.<op_name>: the call's, else `own`, else the
+    registered schema's default. The dispatcher hands a Python kernel only the keywords whose
+    values differ from the schema's defaults (it drops the others, even when the caller wrote
+    them), so each kernel would otherwise restate the defaults; the schema is their one source."""
     out = {}
-    for arg in getattr(torch.ops.custom, op_name).default._schema.arguments:
-        if not arg.kwarg_only:
-            continue
-        if arg.name in kwargs:
-            out[arg.name] = kwargs[arg.name]
-        elif arg.name in own:
-            out[arg.name] = own[arg.name]
-        elif arg.has_default_value():
-            out[arg.name] = arg.default_value
+    for name, has_default, default in _keywords(op_name):
+        if name in kwargs:
+            out[name] = kwargs[name]
+        elif name in own:
+            out[name] = own[name]
+        elif has_default:
+            out[name] = default
         else:
-            raise TypeError(f"{op_name}() missing required keyword argument {arg.name!r}")
+            raise TypeError(f"{op_name}() missing required keyword argument {name!r}")
     unknown = sorted(set(kwargs) - set(out))
     if unknown:
         raise TypeError(f"{op_name}() got unexpected keyword arguments {unknown}")
@@ -67,10 +75,12 @@ def indexer_arguments(kwargs: dict) -> dict:
 
 def metadata_arguments(kwargs: dict) -> dict:
     """The metadata op's keyword arguments with the schema's defaults filled in (SPEC §2), except
-    that a call without `device` computes where the key lengths are: the dispatcher chose the
-    backend by that device, so it is the only one the call can mean (fake kernels agree)."""
+    `device`: a kernel that gets none computes where the key lengths are. The dispatcher chose the
+    backend by that device, and drops device="npu" (the schema default) even when written, so
+    the kernel cannot tell the two apart; the typed wrapper `ops.py` checks an explicit device
+    before dispatch (`check_metadata_device`)."""
     ask = kwargs.get("actual_seq_lengths_key")
-    own = {} if ask is None else {"device": ask.device.type}
+    own = {"device": str(ask.device)} if isinstance(ask, torch.Tensor) else {}
     return _keyword_arguments("npu_vllm_quant_lightning_indexer_metadata", kwargs, **own)
 
 
@@ -248,10 +258,7 @@ def check_metadata_args(*, actual_seq_lengths_query, actual_seq_lengths_key, num
             _fail(name, value, "must be >= 0 (0: unknown)")
     if actual_seq_lengths_key is None:
         _fail("actual_seq_lengths_key", None, "is required for layout_key 'PA_BSND'")
-    try:
-        dev = torch.device(device)
-    except RuntimeError:
-        _fail("device", repr(device), "must name a device this torch knows (an NPU needs torch_npu)")
+    dev = metadata_device(device)
     if actual_seq_lengths_key.dim() != 1:
         _fail("actual_seq_lengths_key", list(actual_seq_lengths_key.shape), "must be 1-D [B]")
     batch = actual_seq_lengths_key.shape[0]
@@ -267,6 +274,22 @@ def check_metadata_args(*, actual_seq_lengths_query, actual_seq_lengths_key, num
                     ("actual_seq_lengths_key", actual_seq_lengths_key)):
         if t is not None:
             _check_lengths_tensor(name, t, sizes if name.endswith("query") else (batch,), t.device)
-            if t.device.type != dev.type or (dev.index is not None and t.device.index != dev.index):
-                _fail(name, t.device, f"must be on device {device!r} (the metadata is computed there)")
+    check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, dev, device)
     return batch
+
+
+def metadata_device(device: str) -> torch.device:
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        _fail("device", repr(device), "must name a device this torch knows (an NPU needs torch_npu)")
+
+
+def check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, dev: torch.device,
+                          device: str) -> None:
+    """The length tensors must be on `device` (SPEC §2: the metadata is computed there)."""
+    for name, t in (("actual_seq_lengths_query", actual_seq_lengths_query),
+                    ("actual_seq_lengths_key", actual_seq_lengths_key)):
+        if t is not None and (t.device.type != dev.type or
+                              (dev.index is not None and t.device.index != dev.index)):
+            _fail(name, t.device, f"must be on device {device!r} (the metadata is computed there)")

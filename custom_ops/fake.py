@@ -4,7 +4,7 @@ torch.compile and torchair trace these; each allocates contiguous outputs like t
 """
 import torch
 
-from ._checks import indexer_arguments, metadata_arguments
+from ._checks import check_metadata_args, indexer_arguments, metadata_arguments
 from .metadata import METADATA_LEN
 
 
@@ -21,7 +21,9 @@ def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, k
 
 @torch.library.register_fake("custom::npu_vllm_quant_lightning_indexer_metadata")
 def npu_vllm_quant_lightning_indexer_metadata(**kwargs):
-    return torch.empty(METADATA_LEN, dtype=torch.int32, device=metadata_arguments(kwargs)["device"])
+    kw = metadata_arguments(kwargs)
+    check_metadata_args(**kw)  # shapes and attributes only: a traced bad call fails as in eager
+    return torch.empty(METADATA_LEN, dtype=torch.int32, device=kw["device"])
 
 
 # --- vtensor (begin) ---

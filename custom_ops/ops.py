@@ -5,6 +5,8 @@ from typing import Optional
 
 import torch
 
+from . import _checks
+
 _INT64_MAX = 2**63 - 1
 
 
@@ -65,9 +67,16 @@ def npu_vllm_quant_lightning_indexer_metadata(
     pre_tokens: int = _INT64_MAX,
     next_tokens: int = _INT64_MAX,
     cmp_ratio: int = 1,
-    device: str = "npu",
+    device: Optional[str] = None,
 ) -> torch.Tensor:
-    """The indexer's work split for `device`: int32 [1024] in format v1 (custom_ops.metadata)."""
+    """The indexer's work split for `device`: int32 [1024] in format v1 (custom_ops.metadata).
+
+    `device` None: where the length tensors are (on an NPU that is the schema's default "npu").
+    An explicit device is checked here: the dispatcher drops a keyword equal to its schema
+    default, so the kernel could not tell device="npu" from no device."""
+    if device is not None:
+        _checks.check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key,
+                                      _checks.metadata_device(device), device)
     return torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata(
         actual_seq_lengths_query=actual_seq_lengths_query,
         actual_seq_lengths_key=actual_seq_lengths_key, num_heads_q=num_heads_q,
@@ -75,4 +84,5 @@ def npu_vllm_quant_lightning_indexer_metadata(
         key_quant_mode=key_quant_mode, batch_size=batch_size, max_seqlen_q=max_seqlen_q,
         max_seqlen_k=max_seqlen_k, layout_query=layout_query, layout_key=layout_key,
         sparse_count=sparse_count, sparse_mode=sparse_mode, pre_tokens=pre_tokens,
-        next_tokens=next_tokens, cmp_ratio=cmp_ratio, device=device)
+        next_tokens=next_tokens, cmp_ratio=cmp_ratio,
+        **({} if device is None else {"device": device}))

@@ -229,9 +229,9 @@ def sweep(bw, only=""):
     prefill = [L(64, 4, 4, 4, tma=True, max_stack=4), L(64, 2, 4, 4, tma=True, max_stack=4)]
     logits = {(64, 1): single, (64, 4): stacked, (1, 4096): prefill,
               (1, 1): [L(64, 4, 4, 3), L(64, 4, 4, 4, tma=True)]}
-    topk = {1: [dict(pdl=True)], 8: [dict(pdl=True), dict(segment_warps=4)],
-            64: [dict(pdl=True), dict(segment_warps=4), dict(segment_warps=4, programs=2112),
-                 dict(segment_warps=4, pdl=True)]}
+    topk = {1: [dict(pdl=True)], 8: [dict(pdl=True), dict(segment_warps=8)],
+            64: [dict(pdl=True), dict(segment_warps=8), dict(programs=2112),
+                 dict(threshold_step=2)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -6,9 +6,7 @@ from custom_ops.backends.cuda import indexer as cuda_indexer
 
 
 def call(args, kwargs, workers):
-    full = dict(metadata=None, query_quant_mode=0, key_quant_mode=0, pre_tokens=2**63 - 1,
-                next_tokens=2**63 - 1, actual_seq_lengths_query=None)
-    full.update(kwargs)
+    full = _checks.indexer_arguments(kwargs)
     p = _checks.check_indexer(*args, **full)
     return cuda_indexer.indexer(*args, full["actual_seq_lengths_query"],
                                 full["actual_seq_lengths_key"], full["block_table"], None,

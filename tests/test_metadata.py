@@ -83,11 +83,27 @@ def test_op_without_device_computes_where_the_key_lengths_are(device):
         assert meta.device.type == dev and meta.shape == (1024,)
 
 
-def test_op_rejects_an_unknown_keyword_with_its_name():
+def test_keyword_helper_names_an_unknown_keyword():
     from custom_ops import _checks
     with pytest.raises(TypeError, match="bogus"):
         _checks.metadata_arguments(dict(actual_seq_lengths_query=None, actual_seq_lengths_key=None,
                                         num_heads_q=64, num_heads_k=1, head_dim=128, bogus=1))
+
+
+def test_typed_wrapper_checks_an_explicit_device_against_the_lengths():
+    """The dispatcher drops device="npu" (the schema default) even when written, so the typed
+    wrapper checks an explicit device; without one the lengths' device is used."""
+    import custom_ops
+    ask = torch.tensor([7000, 300], dtype=torch.int32)
+    with pytest.raises(ValueError, match="device"):
+        custom_ops.npu_vllm_quant_lightning_indexer_metadata(
+            actual_seq_lengths_query=None, actual_seq_lengths_key=ask, max_seqlen_q=1, device="npu")
+    with pytest.raises(ValueError, match="actual_seq_lengths_key.*must be on device 'meta'"):
+        custom_ops.npu_vllm_quant_lightning_indexer_metadata(
+            actual_seq_lengths_query=None, actual_seq_lengths_key=ask, max_seqlen_q=1, device="meta")
+    meta = custom_ops.npu_vllm_quant_lightning_indexer_metadata(
+        actual_seq_lengths_query=None, actual_seq_lengths_key=ask, max_seqlen_q=1)
+    assert meta.device.type == "cpu"
 
 
 def test_metadata_op_compiles_without_graph_break():

@@ -42,11 +42,11 @@ class TopkConfig:
     block_n: int  # elements per scan step
     num_warps: int
     programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
-    min_segment: int  # keys per segment at least (each program recomputes the threshold)
+    min_segment: int  # keys per segment program at least
     rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
     rank_block: int  # candidates ranked per program
     threshold_bits: int = 20  # top bits of the threshold found by bisection
-    threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: not yet measured)
+    threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: within noise)
     rank_prefetch: bool = True  # rank: load the next block of candidates ahead
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride

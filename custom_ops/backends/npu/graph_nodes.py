@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-INT64_MAX = 2**63 - 1
+from ..._checks import indexer_arguments, metadata_arguments
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,56 +23,39 @@ class GraphNode:
     outputs: tuple
 
 
-def _selection_attrs(layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
-                     next_tokens, cmp_ratio):
-    return {
-        "layout_query": ("Str", layout_query), "layout_key": ("Str", layout_key),
-        "sparse_count": ("Int", sparse_count), "sparse_mode": ("Int", sparse_mode),
-        "pre_tokens": ("Int", pre_tokens), "next_tokens": ("Int", next_tokens),
-        "cmp_ratio": ("Int", cmp_ratio),
-    }
+def _selection_attrs(kw: dict) -> dict:
+    return {name: (kind, kw[name]) for name, kind in (
+        ("layout_query", "Str"), ("layout_key", "Str"), ("sparse_count", "Int"),
+        ("sparse_mode", "Int"), ("pre_tokens", "Int"), ("next_tokens", "Int"),
+        ("cmp_ratio", "Int"))}
 
 
-def npu_vllm_quant_lightning_indexer(
-        query, key, weights, query_dequant_scale, key_dequant_scale, *,
-        actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
-        metadata=None, query_quant_mode=0, key_quant_mode=0, layout_query="BSND",
-        layout_key="PA_BSND", sparse_count=2048, sparse_mode=3, pre_tokens=INT64_MAX,
-        next_tokens=INT64_MAX, cmp_ratio=1, return_value=False) -> GraphNode:
+def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
+                                     **kwargs) -> GraphNode:
     """VllmQuantLightningIndexer. Graph tensors are dense, so the key strides are 0 (contiguous)."""
+    kw = indexer_arguments(kwargs)
     inputs = {
         "query": query, "key": key, "weights": weights,
         "query_dequant_scale": query_dequant_scale, "key_dequant_scale": key_dequant_scale,
-        "actual_seq_lengths_query": actual_seq_lengths_query,
-        "actual_seq_lengths_key": actual_seq_lengths_key, "block_table": block_table,
-        "metadata": metadata,
+        **{name: kw[name] for name in ("actual_seq_lengths_query", "actual_seq_lengths_key",
+                                       "block_table", "metadata")},
     }
-    attrs = {"query_quant_mode": ("Int", query_quant_mode), "key_quant_mode": ("Int", key_quant_mode)}
-    attrs.update(_selection_attrs(layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
-                                  next_tokens, cmp_ratio))
-    attrs.update({"return_value": ("Bool", return_value), "key_stride0": ("Int", 0),
+    attrs = {name: ("Int", kw[name]) for name in ("query_quant_mode", "key_quant_mode")}
+    attrs.update(_selection_attrs(kw))
+    attrs.update({"return_value": ("Bool", kw["return_value"]), "key_stride0": ("Int", 0),
                   "key_scale_stride0": ("Int", 0)})
     return GraphNode("VllmQuantLightningIndexer", inputs, attrs, ("sparse_indices", "sparse_values"))
 
 
-def npu_vllm_quant_lightning_indexer_metadata(
-        *, actual_seq_lengths_query, actual_seq_lengths_key, num_heads_q, num_heads_k, head_dim,
-        query_quant_mode=0, key_quant_mode=0, batch_size=0, max_seqlen_q=0, max_seqlen_k=0,
-        layout_query="BSND", layout_key="PA_BSND", sparse_count=2048, sparse_mode=3,
-        pre_tokens=INT64_MAX, next_tokens=INT64_MAX, cmp_ratio=1, device="npu",
-        aic_core_num=0) -> GraphNode:
+def npu_vllm_quant_lightning_indexer_metadata(*, aic_core_num=0, **kwargs) -> GraphNode:
     """VllmQuantLightningIndexerMetadata. `device` places the eager output and is no attribute;
     aic_core_num is the cube-core count of the stream the graph runs on (0: the platform's)."""
-    inputs = {"actual_seq_lengths_query": actual_seq_lengths_query,
-              "actual_seq_lengths_key": actual_seq_lengths_key}
-    attrs = {
-        "num_heads_q": ("Int", num_heads_q), "num_heads_k": ("Int", num_heads_k),
-        "head_dim": ("Int", head_dim), "query_quant_mode": ("Int", query_quant_mode),
-        "key_quant_mode": ("Int", key_quant_mode), "batch_size": ("Int", batch_size),
-        "max_seqlen_q": ("Int", max_seqlen_q), "max_seqlen_k": ("Int", max_seqlen_k),
-    }
-    attrs.update(_selection_attrs(layout_query, layout_key, sparse_count, sparse_mode, pre_tokens,
-                                  next_tokens, cmp_ratio))
+    kw = metadata_arguments(kwargs)
+    inputs = {name: kw[name] for name in ("actual_seq_lengths_query", "actual_seq_lengths_key")}
+    attrs = {name: ("Int", kw[name]) for name in (
+        "num_heads_q", "num_heads_k", "head_dim", "query_quant_mode", "key_quant_mode",
+        "batch_size", "max_seqlen_q", "max_seqlen_k")}
+    attrs.update(_selection_attrs(kw))
     attrs["aic_core_num"] = ("Int", aic_core_num)
     return GraphNode("VllmQuantLightningIndexerMetadata", inputs, attrs, ("metadata",))
 
