@@ -33,7 +33,7 @@ from custom_ops.testing import make_indexer_inputs
 from cuda_indexer_call import call
 
 FP8 = torch.float8_e4m3fn
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl", "maxnreg")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl")
 # one call per phase-1 path and per top-k ordering, int8 (fp16 scales) and fp8 (fp32 scales)
 CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[3, 2, 4], k_lens=[5000, 3000, 700]),
@@ -88,11 +88,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
     ap.add_argument("--pdl", action="store_true", help="phase 2 as programmatic dependents")
-    ap.add_argument("--keys-on-n", action="store_true",
-                    help="one-token path: key tile as the dot's second operand")
     ap.add_argument("--threshold-step", type=int)
     ap.add_argument("--block-n", type=int)
-    ap.add_argument("--max-registers", type=int, help="phase-1 register cap (ptxas maxnreg)")
     ap.add_argument("--samples", type=int)
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
@@ -107,13 +104,6 @@ def main():
     if opts.tma:
         for key, lc in list(configs.LOGITS.items()):
             configs.LOGITS[key] = dataclasses.replace(lc, tma=True)
-    if opts.keys_on_n:
-        for key, lc in list(configs.LOGITS.items()):
-            configs.LOGITS[key] = dataclasses.replace(lc, keys_on_n=True)
-    if opts.max_registers:  # the one-token path only (the stacked dots cannot fit a small cap)
-        for key in [k for k in configs.LOGITS if k[1] == "single"]:
-            configs.LOGITS[key] = dataclasses.replace(configs.LOGITS[key],
-                                                      max_registers=opts.max_registers)
     calls = []
     for name in KERNELS:
         setattr(cuda_indexer, name, Recorder(getattr(cuda_indexer, name), calls))

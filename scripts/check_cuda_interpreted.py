@@ -48,8 +48,6 @@ def main():
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     ap.add_argument("--scale-pairs", action="store_true", help="2-byte key scales read as int32 pairs")
-    ap.add_argument("--keys-on-n", action="store_true",
-                    help="one-token path: key tile as the dot's second operand")
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--threshold-step", type=int, help="threshold bits per bisection step (1, 2)")
     ap.add_argument("--samples", type=int, help="threshold samples per row (at least)")
@@ -75,8 +73,7 @@ def main():
         if opts.stack is not None:
             lc = dataclasses.replace(lc, max_stack=opts.stack)
         configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
-                                                  scale_pairs=opts.scale_pairs or lc.scale_pairs,
-                                                  keys_on_n=opts.keys_on_n or lc.keys_on_n)
+                                                  scale_pairs=opts.scale_pairs or lc.scale_pairs)
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):

@@ -34,9 +34,6 @@ class LogitsConfig:
     max_stack: int = 4
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
-    # one-token path: the key tile as the dot's second (shared-memory) operand, heads on M
-    keys_on_n: bool = False
-    max_registers: int | None = None  # ptxas register cap (more programs per SM; may spill)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -144,11 +144,10 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale),
-        NUM_STAGES=lc.num_stages, KEYS_ON_N=lc.keys_on_n, BLOCK_K=lc.block_k,
+        NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
-        num_warps=lc.num_warps, **common,
-        **({} if lc.max_registers is None else {"maxnreg": lc.max_registers}))
+        num_warps=lc.num_warps, **common)
     # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
     # (its launch overlaps that kernel's tail; it waits for its writes before reading)
     dep = dict(PDL=pdl, launch_pdl=pdl)

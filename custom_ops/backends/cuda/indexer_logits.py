@@ -143,20 +143,6 @@ def _score(k, ks, q, a):
 
 
 @triton.jit
-def _score_keys_on_n(k, ks, q, a):
-    """_score with the operands swapped: the query [H, D] is the dot's first operand and the key
-    tile its second, which the MMA reads from shared memory, so an fp8 tile upcast to fp16 need
-    not stay in registers; the head sum becomes a column sum. Same values up to the order of
-    the float32 head sum."""
-    if k.dtype == tl.int8:
-        d = tl.dot(q, tl.trans(k), out_dtype=tl.int32).to(tl.float32)
-    else:
-        d = tl.dot(q, tl.trans(k), out_dtype=tl.float32)
-    score = tl.sum(tl.maximum(d, 0.0) * a[:, None], axis=0) * ks
-    return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
-
-
-@triton.jit
 def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
     """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
     ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
@@ -210,7 +196,7 @@ def _indexer_logits_kernel(
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr, KEYS_ON_N: tl.constexpr,
+        KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
@@ -267,11 +253,8 @@ def _indexer_logits_kernel(
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
                                            NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
                                            BLOCK_K, D)
-                        if KEYS_ON_N:
-                            score = _score_keys_on_n(k, ks, q, qa)
-                        else:
-                            score = _score(k, ks, q, qa)
-                        tl.store(out_ptr + row * stride_out + j, score, mask=j < j1)
+                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
+                                 mask=j < j1)
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
