@@ -258,7 +258,7 @@ def check_metadata_args(*, actual_seq_lengths_query, actual_seq_lengths_key, num
             _fail(name, value, "must be >= 0 (0: unknown)")
     if actual_seq_lengths_key is None:
         _fail("actual_seq_lengths_key", None, "is required for layout_key 'PA_BSND'")
-    dev = metadata_device(device)
+    _metadata_device(device)  # a bad name fails before the lengths are looked at
     if actual_seq_lengths_key.dim() != 1:
         _fail("actual_seq_lengths_key", list(actual_seq_lengths_key.shape), "must be 1-D [B]")
     batch = actual_seq_lengths_key.shape[0]
@@ -274,20 +274,20 @@ def check_metadata_args(*, actual_seq_lengths_query, actual_seq_lengths_key, num
                     ("actual_seq_lengths_key", actual_seq_lengths_key)):
         if t is not None:
             _check_lengths_tensor(name, t, sizes if name.endswith("query") else (batch,), t.device)
-    check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, dev, device)
+    check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, device)
     return batch
 
 
-def metadata_device(device: str) -> torch.device:
+def _metadata_device(device: str) -> torch.device:
     try:
         return torch.device(device)
     except RuntimeError:
         _fail("device", repr(device), "must name a device this torch knows (an NPU needs torch_npu)")
 
 
-def check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, dev: torch.device,
-                          device: str) -> None:
+def check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, device: str) -> None:
     """The length tensors must be on `device` (SPEC §2: the metadata is computed there)."""
+    dev = _metadata_device(device)
     for name, t in (("actual_seq_lengths_query", actual_seq_lengths_query),
                     ("actual_seq_lengths_key", actual_seq_lengths_key)):
         if t is not None and (t.device.type != dev.type or

@@ -75,8 +75,7 @@ def npu_vllm_quant_lightning_indexer_metadata(
     An explicit device is checked here: the dispatcher drops a keyword equal to its schema
     default, so the kernel could not tell device="npu" from no device."""
     if device is not None:
-        _checks.check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key,
-                                      _checks.metadata_device(device), device)
+        _checks.check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, device)
     return torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata(
         actual_seq_lengths_query=actual_seq_lengths_query,
         actual_seq_lengths_key=actual_seq_lengths_key, num_heads_q=num_heads_q,
