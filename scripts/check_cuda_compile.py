@@ -40,7 +40,8 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[1] * 8, k_lens=[4000] * 8),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
-           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel")
+           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel",
+           "_indexer_place_kernel", "_indexer_bucket_rank_kernel")
 
 
 class Recorder:
@@ -58,8 +59,14 @@ def compile_launch(fn, args, kwargs):
     constexprs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
     signature = {n: "constexpr" if n in constexprs else mangle_type(a)
                  for n, a in zip(names, list(args) + [None] * (len(names) - len(args)))}
+    # the JIT's own specialisation: pointers and integers divisible by 16 are marked so, which
+    # is what lets Triton vectorise the loads (without it every key byte is its own load)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(args)
+             if (isinstance(a, torch.Tensor) and a.data_ptr() % 16 == 0)
+             or (isinstance(a, int) and not isinstance(a, bool) and a % 16 == 0)}
     src = triton.compiler.ASTSource(fn=fn, signature=signature,
-                                    constexprs={(names.index(k),): v for k, v in constexprs.items()})
+                                    constexprs={(names.index(k),): v for k, v in constexprs.items()},
+                                    attrs=attrs)
     options = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
@@ -79,7 +86,7 @@ def resources(kernel) -> dict:
 
 
 def variant(fn, kwargs) -> str:
-    keep = ("MODE", "NQ", "CONTIG", "TMA", "KS_PAIRS", "BLOCK_K", "NUM_STAGES", "PAGE", "NS",
+    keep = ("MODE", "NQ", "CONTIG", "TMA", "KS_PAIRS", "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB",
             "STEP", "BLOCK_N", "BLOCK_I", "PDL", "launch_pdl", "num_warps")
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 

@@ -42,7 +42,9 @@ CASES = [
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
-    ap.add_argument("--rank-max-rows", type=int, help="rows up to which top-k is ordered by rank")
+    ap.add_argument("--order", choices=["buckets", "sort"], help="top-k ordering")
+    ap.add_argument("--buckets", type=int, help="buckets of the bucket ordering")
+    ap.add_argument("--rank-max-rows", type=int, help="order sort: rows up to which top-k is ordered by rank")
     ap.add_argument("--min-segment", type=int, help="keys per phase-2 segment at least")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
@@ -55,6 +57,10 @@ def main():
     ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
     opts = ap.parse_args()
     tc = configs.TOPK
+    if opts.order is not None:
+        tc = dataclasses.replace(tc, order=opts.order)
+    if opts.buckets is not None:
+        tc = dataclasses.replace(tc, buckets=opts.buckets)
     if opts.rank_max_rows is not None:
         tc = dataclasses.replace(tc, rank_max_rows=opts.rank_max_rows)
     if opts.min_segment is not None:

@@ -207,8 +207,8 @@ def test_long_rows_match_the_golden():
 @pytest.mark.parametrize("block_k", [64, 128])
 @pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [2, 1, 2], [4, 3, 4], [7, 2]], ids=str)
 def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
-    """Every way the kernels can run a call matches the golden, and the two top-k orderings
-    (rank for few rows, torch.sort for many) give the same bits: key tiles gathered per row
+    """Every way the kernels can run a call matches the golden, and the top-k orderings
+    (buckets; rank for few rows; torch.sort) give the same bits: key tiles gathered per row
     (block 16) or per page (block 128, a multiple of block_k), decode tokens stacked into one
     dot (next_n <= 4) or looped (7)."""
     import dataclasses
@@ -221,13 +221,14 @@ def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
             scale_dtype=sc, block_size=block_size, sparse_count=1024, return_value=True,
             device="cuda", seed=len(q_lens))
         outs = []
-        for rank_max_rows in (0, 10_000):
-            monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
-                configs.TOPK, rank_max_rows=rank_max_rows))
+        for order in (dict(order="buckets"), dict(order="sort", rank_max_rows=0),
+                      dict(order="sort", rank_max_rows=10_000)):
+            monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, **order))
             poison()
             outs.append(op(*args, **kwargs))
             assert_indexer_close(*outs[-1], args, kwargs)
-        assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1]), dtype
+        for out in outs[1:]:
+            assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1]), dtype
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
@@ -277,21 +278,33 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     """The top-k's tuning options (bits of the bisected threshold and bits per bisection step,
-    rank prefetch, programmatic dependent launches, rank or sort) change how the candidates are
-    found and ordered, never the result."""
+    rank prefetch, programmatic dependent launches, the ordering: buckets (coarse, fine, and
+    with a 1-bit threshold that sends rows to the exact fallback) or rank or sort) change how
+    the candidates are found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
                                        return_value=True, device="cuda", seed=9, ties=ties)
     outs = []
-    for bits, prefetch, step, pdl, rank_rows in (
-            (32, False, 1, False, 16), (20, False, 1, False, 16), (32, True, 1, False, 16),
-            (24, True, 1, False, 16), (20, True, 2, False, 16), (32, False, 2, False, 16),
-            (20, True, 1, True, 16), (20, True, 1, False, 0), (20, True, 1, True, 0)):
+    sort = dict(order="sort")
+    for bits, prefetch, step, pdl, order in (
+            (32, False, 1, False, dict(rank_max_rows=16, **sort)),
+            (20, False, 1, False, dict(rank_max_rows=16, **sort)),
+            (32, True, 1, False, dict(rank_max_rows=16, **sort)),
+            (24, True, 1, False, dict(rank_max_rows=16, **sort)),
+            (20, True, 2, False, dict(rank_max_rows=16, **sort)),
+            (32, False, 2, False, dict(rank_max_rows=16, **sort)),
+            (20, True, 1, True, dict(rank_max_rows=16, **sort)),
+            (20, True, 1, False, dict(rank_max_rows=0, **sort)),
+            (20, True, 1, True, dict(rank_max_rows=0, **sort)),
+            (20, True, 1, False, dict(order="buckets")),
+            (20, True, 1, True, dict(order="buckets", buckets=16, bucket_block=32)),
+            (32, True, 2, False, dict(order="buckets", buckets=2, bucket_block=128)),
+            (1, True, 1, False, dict(order="buckets", buckets=4096, bucket_block=16))):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, rank_prefetch=prefetch, threshold_step=step,
-            pdl=pdl, rank_max_rows=rank_rows))
+            pdl=pdl, **order))
         poison()
         outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs, exact=ties)

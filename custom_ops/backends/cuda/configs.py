@@ -52,6 +52,11 @@ class TopkConfig:
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
     segment_warps: int = 4  # warps of the segment (compaction) kernel
+    # ordering of the candidates: "buckets" (grouped by score range into `buckets` groups, each
+    # ordered by comparing keys; no sort) or "sort" (torch.sort, or rank up to rank_max_rows)
+    order: str = "buckets"
+    buckets: int = 1024  # NB, a power of two
+    bucket_block: int = 64  # candidates per program of the bucket rank kernel
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -97,11 +102,14 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
-    rows·G <= programs + rows, which keeps the bound monotone in rows), the merged (mono, index)
-    arrays, the sort's outputs (int32 values, int64 positions) and small per-row counters."""
+    rows·G <= programs + rows, which keeps the bound monotone in rows), the ordering's arrays
+    (buckets: bucket counts, cursors and starts, the grouped int64 candidates; sort: the merged
+    (mono, index) arrays and the sort's outputs, int32 values and int64 positions) and small
+    per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k)
-    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + slots * 8 + slots * 12 + 4 + 16
+    order = max(slots * 8 + tc.buckets * 12, slots * 8 + slots * 12)
+    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + 8 + 16
     return rows * per_row + tc.programs * (slots * 8 + 4)
 
 

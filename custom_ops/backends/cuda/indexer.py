@@ -27,7 +27,8 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import (_indexer_merge_kernel, _indexer_rank_kernel,
+from .indexer_topk import (_indexer_bucket_rank_kernel, _indexer_merge_kernel,
+                           _indexer_place_kernel, _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
@@ -156,23 +157,37 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     cand_cap = candidate_slots(k)  # few sizes: few compiled variants
     k_pad = cand_cap // 2
     block_b = triton.next_power_of_2(max(p.batch, 1))
-    thr = torch.empty((rows, 2), dtype=torch.int32, device=dev)
+    nb = tc.buckets if tc.order == "buckets" else 0
+    thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
+    bcnt = torch.empty((rows, 2, max(nb, 1)), dtype=torch.int32, device=dev)
     _indexer_threshold_kernel[(rows,)](
-        logits, cap, thr, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
+        logits, cap, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
         NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,
-        BLOCK_B=block_b, num_warps=tc.num_warps, **dep, **common)
+        NB=nb, BLOCK_B=block_b, num_warps=tc.num_warps, **dep, **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
-    _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, K_PAD=k_pad,
+    _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
                                         BLOCK_N=tc.block_n, num_warps=tc.segment_warps, **dep)
+    values = val_out if p.return_value else idx_out
+    if nb:
+        bstart = torch.empty((rows, nb), dtype=torch.int32, device=dev)
+        dense = torch.empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        total = torch.empty((rows, 2), dtype=torch.int32, device=dev)
+        _indexer_place_kernel[(rows, g)](
+            logits, cap, thr, seg, counts, bcnt, bstart, dense, total, k, K_PAD=k_pad, NB=nb,
+            BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
+        _indexer_bucket_rank_kernel[(rows, cand_cap // tc.bucket_block)](
+            thr, bcnt, bstart, dense, total, idx_out, values, k, RETURN_VALUE=p.return_value,
+            CAP=cand_cap, NB=nb, BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block, num_warps=4,
+            **dep)
+        return
     mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     total = torch.empty(rows, dtype=torch.int32, device=dev)
     _indexer_merge_kernel[(rows, g)](
         logits, cap, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
         BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
-    values = val_out if p.return_value else idx_out
     if rows <= tc.rank_max_rows:
         _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
             mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,

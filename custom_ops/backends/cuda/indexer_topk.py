@@ -57,11 +57,13 @@ def _score_of(mono):
 
 @triton.jit
 def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_rem,
-             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
+             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr,
+             bcnt_ptr=None, b_base=0, b_shift=0, NB: tl.constexpr = 0):
     """Write the selected keys of row[lo:hi] to dst in index order (at most CAP of them) and
     return how many were selected. PACKED: int64 keys to dst; else int32 monos to dst and
     indices to idx_ptr. Not EXACT: scores with mono >= t_mono. EXACT: keys whose u >> shift is
-    above `prefix`, and the first k_rem equal to it (ties to the smaller index)."""
+    above `prefix`, and the first k_rem equal to it (ties to the smaller index). NB > 0: each
+    stored key also counts one in its bucket at bcnt_ptr."""
     written = 0
     ties = 0
     # the next chunk is loaded before this one is scanned, so its latency hides behind the scan
@@ -84,6 +86,8 @@ def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_re
         keep_i = keep.to(tl.int32)
         pos = written + tl.cumsum(keep_i, 0) - keep_i
         m = keep & (pos < CAP)
+        if NB > 0:
+            tl.atomic_add(bcnt_ptr + _bucket(mono, b_base, b_shift, NB), 1, mask=m, sem="relaxed")
         if PACKED:
             tl.store(dst_ptr + pos, _pack(mono, i), mask=m)
         else:
@@ -118,9 +122,11 @@ def _radix_pass(row_ptr, n, prefix, k_rem, SHIFT: tl.constexpr, FIRST: tl.conste
 
 
 @triton.jit
-def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
+def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
+                  PACKED: tl.constexpr = False):
     """Radix select (8-bit digits, stopping once the boundary digit is taken whole), then the
-    exact compaction of the top K keys of row[0:n] (n > K) as (mono, index) arrays."""
+    exact compaction of the top K keys of row[0:n] (n > K) as (mono, index) arrays (PACKED:
+    int64 keys)."""
     prefix = tl.zeros([], dtype=tl.uint32)
     k_rem = K
     prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 24, True, BLOCK_N)
@@ -134,7 +140,7 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr):
     if not done:
         prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 0, False, BLOCK_N)
         shift = 0
-    return _compact(row_ptr, 0, n, dst_ptr, idx_ptr, CAP, 0, prefix, shift, k_rem, True, False,
+    return _compact(row_ptr, 0, n, dst_ptr, idx_ptr, CAP, 0, prefix, shift, k_rem, True, PACKED,
                     BLOCK_N)
 
 
@@ -176,6 +182,25 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
 
 
 @triton.jit
+def _sample_span(row_ptr, n, NS: tl.constexpr):
+    """monos of the smallest and largest of the same strided sample (every key when n <= NS)."""
+    stride = tl.cdiv(n, NS)
+    si = tl.arange(0, NS)
+    sm = si * stride < n
+    mono = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0))
+    return (tl.min(tl.where(sm, mono, 2147483647), 0), tl.max(tl.where(sm, mono, INT32_MIN), 0))
+
+
+@triton.jit
+def _bucket(mono, base, shift, NB: tl.constexpr):
+    """Bucket of a candidate: its mono's distance above the row's base, shifted so that the
+    sampled span fills NB buckets (a monotone map; the largest keys, above the sample, clamp
+    into the top bucket)."""
+    d = (mono.to(tl.int64) - base.to(tl.int64)) >> shift
+    return tl.minimum(tl.maximum(d, 0), NB - 1).to(tl.int32)
+
+
+@triton.jit
 def _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP,
               CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
               LEADING_ZERO: tl.constexpr, BLOCK_B: tl.constexpr):
@@ -204,42 +229,79 @@ def _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP,
 @triton.jit
 def _indexer_threshold_kernel(
         logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
-        thr_ptr,  # int32 [R, 2]: (keys the row sees, compaction threshold t0)
+        thr_ptr,  # int32 [R, 4]: (keys the row sees, threshold t0, bucket base, bucket shift)
+        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts and cursors, zeroed here (NB > 0)
         asq_ptr, ask_ptr, md_ptr, err_ptr,
         B, S1, T, CAP_KEYS, K, CMP,
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
         LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
-        BLOCK_B: tl.constexpr, PDL: tl.constexpr):
+        NB: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr):
+    """Row r: how many keys it sees and t0; with buckets (NB > 0), the map of candidates to
+    NB buckets: base = t0 (or the row's smallest score when every key is a candidate) and the
+    shift that spreads [base, largest sampled score] over the NB buckets."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
+    row = logits_ptr + r.to(tl.int64) * stride_l
     t0 = INT32_MIN
     if n > K:
-        t0 = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS, BITS, STEP)
-    tl.store(thr_ptr + 2 * r, n)
-    tl.store(thr_ptr + 2 * r + 1, t0)
+        t0 = _sample_threshold(row, n, K, NS, BITS, STEP)
+    tl.store(thr_ptr + 4 * r, n)
+    tl.store(thr_ptr + 4 * r + 1, t0)
+    if NB > 0:
+        base = t0
+        shift = 0
+        if n > 0:
+            lo, hi = _sample_span(row, n, NS)
+            if n <= K:
+                base = lo
+            span = tl.maximum(hi.to(tl.int64) - base.to(tl.int64), 0)
+            for s in tl.static_range(33):
+                shift += ((span >> s) >= NB).to(tl.int32)
+        tl.store(thr_ptr + 4 * r + 2, base)
+        tl.store(thr_ptr + 4 * r + 3, shift)
+        offs = tl.arange(0, NB)
+        tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + offs, tl.zeros([NB], tl.int32))
+        tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + NB + offs, tl.zeros([NB], tl.int32))
 
 
 @triton.jit
 def _indexer_segments_kernel(
         logits_ptr, stride_l, thr_ptr,
         seg_ptr, cnt_ptr,  # int64 [R, G, 2 * K_PAD] packed candidates; int32 [R, G] counts
-        K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
-    """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their count."""
+        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (NB > 0)
+        K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+    """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their
+    count; with buckets, each candidate also adds one to its bucket's count (an integer sum:
+    the order of the atomic adds changes nothing)."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
     G = tl.num_programs(1)
-    n = tl.load(thr_ptr + 2 * r)
-    t0 = tl.load(thr_ptr + 2 * r + 1)
+    n = tl.load(thr_ptr + 4 * r)
+    t0 = tl.load(thr_ptr + 4 * r + 1)
     seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
     lo = tl.minimum(g * seg, n)
     hi = tl.minimum(lo + seg, n)
     slot = (r * G + g).to(tl.int64)
     cnt = _compact(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, seg_ptr + slot * (2 * K_PAD),
-                   seg_ptr, 2 * K_PAD, t0, 0, 0, 0, False, True, BLOCK_N)
+                   seg_ptr, 2 * K_PAD, t0, 0, 0, 0, False, True, BLOCK_N,
+                   bcnt_ptr + r.to(tl.int64) * (2 * NB), tl.load(thr_ptr + 4 * r + 2),
+                   tl.load(thr_ptr + 4 * r + 3), NB)
     tl.store(cnt_ptr + slot, cnt)
+
+
+@triton.jit
+def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
+    """Row r's keys n, its G segments' candidate counts, their total, and whether the sampled
+    threshold worked: the total is in [K, CAP] (or the row sees at most K keys, all taken)."""
+    G = tl.num_programs(1)
+    gs = tl.arange(0, G_PAD)
+    counts = tl.load(cnt_ptr + r.to(tl.int64) * G + gs, mask=gs < G, other=0)
+    total = tl.sum(counts, 0)
+    n = tl.load(thr_ptr + 4 * r)
+    return n, counts, total, (n <= K) | ((total >= K) & (total <= CAP))
 
 
 @triton.jit
@@ -253,20 +315,16 @@ def _indexer_merge_kernel(
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
-    G = tl.num_programs(1)
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
-    n = tl.load(thr_ptr + 2 * r)
+    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     gs = tl.arange(0, G_PAD)
-    counts = tl.load(cnt_ptr + r64 * G + gs, mask=gs < G, other=0)
-    total = tl.sum(counts, 0)
-    ok = (n <= K) | ((total >= K) & (total <= CAP))
     dst_m = mono_ptr + r64 * CAP
     dst_i = idx_ptr + r64 * CAP
     if ok:
         c = tl.sum(tl.where(gs == g, counts, 0), 0)
         offset = tl.sum(tl.where(gs < g, counts, 0), 0)
-        src = seg_ptr + (r64 * G + g) * CAP
+        src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
         for i0 in range(0, c, BLOCK_N):
             i = i0 + tl.arange(0, BLOCK_N)
             m = i < c
@@ -281,6 +339,108 @@ def _indexer_merge_kernel(
         tl.store(dst_m + offs, tl.full([CAP], PAD_MONO, tl.int32), mask=pad)
         tl.store(dst_i + offs, tl.full([CAP], -1, tl.int32), mask=pad)
         tl.store(tot_ptr + r, total)
+
+
+@triton.jit
+def _indexer_place_kernel(
+        logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
+        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
+        bstart_ptr,  # int32 [R, NB]: out: the row's candidates in buckets above each one
+        dense_ptr,  # int64 [R, 2 * K_PAD]: out: the candidates, grouped by bucket, top first
+        tot_ptr,  # int32 [R, 2]: out: (candidates, 1 if they form one group: exact fallback)
+        K, K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr,
+        G_PAD: tl.constexpr, PDL: tl.constexpr):
+    """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
+    group starts after every candidate of a higher bucket, and an atomic cursor gives each
+    candidate a slot inside its group (the slot inside a group decides nothing: the rank kernel
+    orders a group by comparing keys). If the sampled threshold missed [K, CAP], program
+    (r, 0) runs the exact select instead and its K keys form a single group."""
+    _dependent_start(PDL)
+    r = tl.program_id(0)
+    g = tl.program_id(1)
+    r64 = r.to(tl.int64)
+    CAP: tl.constexpr = 2 * K_PAD
+    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
+    gs = tl.arange(0, G_PAD)
+    dst = dense_ptr + r64 * CAP
+    if ok:
+        base = tl.load(thr_ptr + 4 * r + 2)
+        shift = tl.load(thr_ptr + 4 * r + 3)
+        bs = tl.arange(0, NB)
+        bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + bs)
+        start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+        if g == 0:
+            tl.store(bstart_ptr + r64 * NB + bs, start)
+        c = tl.sum(tl.where(gs == g, counts, 0), 0)
+        src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+        for i0 in range(0, c, BLOCK_N):
+            i = i0 + tl.arange(0, BLOCK_N)
+            m = i < c
+            packed = tl.load(src + i, mask=m, other=0)
+            b = _bucket((packed >> 32).to(tl.int32), base, shift, NB)
+            at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
+            tl.store(dst + tl.gather(start, b, 0) + at, packed, mask=m)
+    elif g == 0:
+        total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst, dst, CAP, BLOCK_N, True)
+    if g == 0:
+        tl.store(tot_ptr + 2 * r, total)
+        tl.store(tot_ptr + 2 * r + 1, tl.where(ok, 0, 1))
+
+
+@triton.jit
+def _indexer_bucket_rank_kernel(
+        thr_ptr, bcnt_ptr, bstart_ptr, dense_ptr, tot_ptr,
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
+        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, NB: tl.constexpr,
+        BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr, PDL: tl.constexpr):
+    """Candidate at slot i of bucket b goes to position start[b] + #{candidates of bucket b
+    with a larger key} (keys are unique: (mono, then smaller index) packed). Slots are grouped
+    by bucket, so the groups of this block's candidates are one contiguous range of slots, and
+    each candidate is compared only with that range. Positions from min(total, K) on get -1 /
+    -inf. An exact-fallback row is one group."""
+    _dependent_start(PDL)
+    r64 = tl.program_id(0).to(tl.int64)
+    i0 = tl.program_id(1) * BLOCK_I
+    i = i0 + tl.arange(0, BLOCK_I)
+    total = tl.load(tot_ptr + 2 * r64)
+    whole = tl.load(tot_ptr + 2 * r64 + 1) != 0
+    mine = i < total
+    rows = dense_ptr + r64 * CAP
+    if i0 < total:
+        base = tl.load(thr_ptr + 4 * r64 + 2)
+        shift = tl.load(thr_ptr + 4 * r64 + 3)
+        key_i = tl.load(rows + i, mask=mine, other=0)
+        b_i = tl.where(whole, 0, _bucket((key_i >> 32).to(tl.int32), base, shift, NB))
+        if whole:
+            lo = 0
+            hi = total
+            first = tl.zeros([BLOCK_I], tl.int32)
+        else:
+            b_hi = _bucket((tl.load(rows + i0) >> 32).to(tl.int32), base, shift, NB)
+            last = tl.minimum(i0 + BLOCK_I, total) - 1
+            b_lo = _bucket((tl.load(rows + last) >> 32).to(tl.int32), base, shift, NB)
+            lo = tl.load(bstart_ptr + r64 * NB + b_hi)
+            hi = tl.load(bstart_ptr + r64 * NB + b_lo) + tl.load(bcnt_ptr + r64 * (2 * NB) + b_lo)
+            first = tl.load(bstart_ptr + r64 * NB + b_i, mask=mine, other=0)
+        beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
+        for j0 in range(lo, hi, BLOCK_J):
+            j = j0 + tl.arange(0, BLOCK_J)
+            key_j = tl.load(rows + j, mask=j < hi, other=-9223372036854775807 - 1)
+            b_j = tl.where(whole, 0, _bucket((key_j >> 32).to(tl.int32), base, shift, NB))
+            beats += ((key_j[None, :] > key_i[:, None])
+                      & (b_j[None, :] == b_i[:, None])).to(tl.int32)
+        pos = first + tl.sum(beats, 1)
+        put = mine & (pos < K)
+        idx_i = (4294967295 - (key_i & 4294967295)).to(tl.int32)
+        tl.store(out_idx_ptr + r64 * K + pos, idx_i, mask=put)
+        if RETURN_VALUE:
+            tl.store(out_val_ptr + r64 * K + pos, _score_of((key_i >> 32).to(tl.int32)),
+                     mask=put)
+    pad = (i >= total) & (i < K)
+    tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
+    if RETURN_VALUE:
+        tl.store(out_val_ptr + r64 * K + i, tl.full([BLOCK_I], float("-inf"), tl.float32),
+                 mask=pad)
 
 
 @triton.jit
