@@ -221,9 +221,10 @@ def sweep(bw, only=""):
     # warpgroups (142 registers int8, 183 fp8, against 246 / 255 on 4 warps)
     logits = {(64, 4): [L(64, 2, 8, 5, tma=True), L(64, 2, 8, 3, tma=True)]}
     sort = dict(order="sort")
-    topk = {1: [sort, dict(bucket_block=32)], 8: [sort, dict(bucket_block=32)],
-            64: [sort, dict(bucket_block=32), dict(bucket_block=128), dict(buckets=256),
-                 dict(buckets=4096)]}
+    blocks = [dict(bucket_block=64, bucket_block_j=16), dict(bucket_block=128, bucket_block_j=8)]
+    topk = {1: [sort], 8: [sort] + blocks,
+            64: [sort] + blocks + [dict(candidate_block=128), dict(place_warps=8),
+                                   dict(buckets=256), dict(buckets=4096)]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -56,7 +56,10 @@ class TopkConfig:
     # ordered by comparing keys; no sort) or "sort" (torch.sort, or rank up to rank_max_rows)
     order: str = "buckets"
     buckets: int = 1024  # NB, a power of two
-    bucket_block: int = 64  # candidates per program of the bucket rank kernel
+    bucket_block: int = 32  # candidates per program of the bucket rank kernel
+    bucket_block_j: int = 32  # candidates compared per step there
+    candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
+    place_warps: int = 4
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -103,12 +106,12 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
     rows·G <= programs + rows, which keeps the bound monotone in rows), the ordering's arrays
-    (buckets: bucket counts, cursors and starts, the grouped int64 candidates; sort: the merged
+    (buckets: bucket counts and cursors, the grouped int64 candidates and their groups; sort: the merged
     (mono, index) arrays and the sort's outputs, int32 values and int64 positions) and small
     per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k)
-    order = max(slots * 8 + tc.buckets * 12, slots * 8 + slots * 12)
+    order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
     per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + 8 + 16
     return rows * per_row + tc.programs * (slots * 8 + 4)
 

@@ -168,19 +168,20 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
     _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
-                                        BLOCK_N=tc.block_n, num_warps=tc.segment_warps, **dep)
+                                        BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
+                                        num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
     if nb:
-        bstart = torch.empty((rows, nb), dtype=torch.int32, device=dev)
         dense = torch.empty((rows, cand_cap), dtype=torch.int64, device=dev)
-        total = torch.empty((rows, 2), dtype=torch.int32, device=dev)
+        group = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
+        total = torch.empty(rows, dtype=torch.int32, device=dev)
         _indexer_place_kernel[(rows, g)](
-            logits, cap, thr, seg, counts, bcnt, bstart, dense, total, k, K_PAD=k_pad, NB=nb,
-            BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
+            logits, cap, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
+            BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
+            num_warps=tc.place_warps, **dep)
         _indexer_bucket_rank_kernel[(rows, cand_cap // tc.bucket_block)](
-            thr, bcnt, bstart, dense, total, idx_out, values, k, RETURN_VALUE=p.return_value,
-            CAP=cand_cap, NB=nb, BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block, num_warps=4,
-            **dep)
+            dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
+            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=4, **dep)
         return
     mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)

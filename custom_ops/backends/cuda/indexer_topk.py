@@ -57,13 +57,11 @@ def _score_of(mono):
 
 @triton.jit
 def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_rem,
-             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr,
-             bcnt_ptr=None, b_base=0, b_shift=0, NB: tl.constexpr = 0):
+             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
     """Write the selected keys of row[lo:hi] to dst in index order (at most CAP of them) and
     return how many were selected. PACKED: int64 keys to dst; else int32 monos to dst and
     indices to idx_ptr. Not EXACT: scores with mono >= t_mono. EXACT: keys whose u >> shift is
-    above `prefix`, and the first k_rem equal to it (ties to the smaller index). NB > 0: each
-    stored key also counts one in its bucket at bcnt_ptr."""
+    above `prefix`, and the first k_rem equal to it (ties to the smaller index)."""
     written = 0
     ties = 0
     # the next chunk is loaded before this one is scanned, so its latency hides behind the scan
@@ -86,8 +84,6 @@ def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_re
         keep_i = keep.to(tl.int32)
         pos = written + tl.cumsum(keep_i, 0) - keep_i
         m = keep & (pos < CAP)
-        if NB > 0:
-            tl.atomic_add(bcnt_ptr + _bucket(mono, b_base, b_shift, NB), 1, mask=m, sem="relaxed")
         if PACKED:
             tl.store(dst_ptr + pos, _pack(mono, i), mask=m)
         else:
@@ -147,7 +143,9 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
 @triton.jit
 def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
                       STEP: tl.constexpr):
-    """mono of the sample score of descending rank ~1.5·K/stride: about 1.5·K scores reach it.
+    """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
+    ~1.5·K/stride: about 1.5·K scores reach it; the base is t0. A row of n <= K keys (all
+    sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its smallest mono.
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
     candidates), one serial block reduction per step. STEP 2: two bits per step, the three
     pivots' counts packed into one int64 sum (21 bits each; NS < 2^21), half the serial
@@ -160,35 +158,28 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
     # unsigned order as int64 in [0, 2^32): bisect from the most significant bit down
     u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
     u = tl.where(sm, u, -1)
-    need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
     best = tl.zeros([], dtype=tl.int64)
-    if STEP == 2:
-        for bit in tl.static_range(31, 31 - BITS, -2):
-            c1 = best + (1 << (bit - 1))
-            c2 = best + (2 << (bit - 1))
-            c3 = best + (3 << (bit - 1))
-            packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
-                      + ((u >= c3).to(tl.int64) << 42))
-            counts = tl.sum(packed, 0)
-            best = tl.where((counts >> 42) >= need, c3,
-                            tl.where(((counts >> 21) & 2097151) >= need, c2,
-                                     tl.where((counts & 2097151) >= need, c1, best)))
-    else:
-        for bit in tl.static_range(31, 31 - BITS, -1):
-            cand = best + (1 << bit)
-            if tl.sum((u >= cand).to(tl.int32), 0) >= need:
-                best = cand
-    return (best - 2147483648).to(tl.int32)
-
-
-@triton.jit
-def _sample_span(row_ptr, n, NS: tl.constexpr):
-    """monos of the smallest and largest of the same strided sample (every key when n <= NS)."""
-    stride = tl.cdiv(n, NS)
-    si = tl.arange(0, NS)
-    sm = si * stride < n
-    mono = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0))
-    return (tl.min(tl.where(sm, mono, 2147483647), 0), tl.max(tl.where(sm, mono, INT32_MIN), 0))
+    if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
+        need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
+        if STEP == 2:
+            for bit in tl.static_range(31, 31 - BITS, -2):
+                c1 = best + (1 << (bit - 1))
+                c2 = best + (2 << (bit - 1))
+                c3 = best + (3 << (bit - 1))
+                packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
+                          + ((u >= c3).to(tl.int64) << 42))
+                counts = tl.sum(packed, 0)
+                best = tl.where((counts >> 42) >= need, c3,
+                                tl.where(((counts >> 21) & 2097151) >= need, c2,
+                                         tl.where((counts & 2097151) >= need, c1, best)))
+        else:
+            for bit in tl.static_range(31, 31 - BITS, -1):
+                cand = best + (1 << bit)
+                if tl.sum((u >= cand).to(tl.int32), 0) >= need:
+                    best = cand
+    t0 = tl.where(n > K, best - 2147483648, INT32_MIN).to(tl.int32)
+    lo = (tl.min(tl.where(sm, u, 4294967295), 0) - 2147483648).to(tl.int32)
+    return t0, tl.where(n > K, t0, lo), (tl.max(u, 0) - 2147483648).to(tl.int32)
 
 
 @triton.jit
@@ -243,22 +234,19 @@ def _indexer_threshold_kernel(
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
-    row = logits_ptr + r.to(tl.int64) * stride_l
     t0 = INT32_MIN
-    if n > K:
-        t0 = _sample_threshold(row, n, K, NS, BITS, STEP)
+    base = INT32_MIN
+    top = INT32_MIN
+    if (n > K) | ((NB > 0) & (n > 0)):
+        t0, base, top = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS,
+                                          BITS, STEP)
     tl.store(thr_ptr + 4 * r, n)
     tl.store(thr_ptr + 4 * r + 1, t0)
     if NB > 0:
-        base = t0
+        span = tl.maximum(top.to(tl.int64) - base.to(tl.int64), 0)
         shift = 0
-        if n > 0:
-            lo, hi = _sample_span(row, n, NS)
-            if n <= K:
-                base = lo
-            span = tl.maximum(hi.to(tl.int64) - base.to(tl.int64), 0)
-            for s in tl.static_range(33):
-                shift += ((span >> s) >= NB).to(tl.int32)
+        for s in tl.static_range(33):
+            shift += ((span >> s) >= NB).to(tl.int32)
         tl.store(thr_ptr + 4 * r + 2, base)
         tl.store(thr_ptr + 4 * r + 3, shift)
         offs = tl.arange(0, NB)
@@ -271,7 +259,8 @@ def _indexer_segments_kernel(
         logits_ptr, stride_l, thr_ptr,
         seg_ptr, cnt_ptr,  # int64 [R, G, 2 * K_PAD] packed candidates; int32 [R, G] counts
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (NB > 0)
-        K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, PDL: tl.constexpr):
+        K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
+        PDL: tl.constexpr):
     """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their
     count; with buckets, each candidate also adds one to its bucket's count (an integer sum:
     the order of the atomic adds changes nothing)."""
@@ -285,11 +274,19 @@ def _indexer_segments_kernel(
     lo = tl.minimum(g * seg, n)
     hi = tl.minimum(lo + seg, n)
     slot = (r * G + g).to(tl.int64)
-    cnt = _compact(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, seg_ptr + slot * (2 * K_PAD),
-                   seg_ptr, 2 * K_PAD, t0, 0, 0, 0, False, True, BLOCK_N,
-                   bcnt_ptr + r.to(tl.int64) * (2 * NB), tl.load(thr_ptr + 4 * r + 2),
-                   tl.load(thr_ptr + 4 * r + 3), NB)
+    dst = seg_ptr + slot * (2 * K_PAD)
+    cnt = _compact(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, seg_ptr, 2 * K_PAD, t0,
+                   0, 0, 0, False, True, BLOCK_N)
     tl.store(cnt_ptr + slot, cnt)
+    if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot)
+        base = tl.load(thr_ptr + 4 * r + 2)
+        shift = tl.load(thr_ptr + 4 * r + 3)
+        row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
+        for i0 in range(0, tl.minimum(cnt, 2 * K_PAD), BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
+            m = i < cnt
+            b = _bucket((tl.load(dst + i, mask=m, other=0) >> 32).to(tl.int32), base, shift, NB)
+            tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
 
 @triton.jit
@@ -345,10 +342,10 @@ def _indexer_merge_kernel(
 def _indexer_place_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
-        bstart_ptr,  # int32 [R, NB]: out: the row's candidates in buckets above each one
         dense_ptr,  # int64 [R, 2 * K_PAD]: out: the candidates, grouped by bucket, top first
-        tot_ptr,  # int32 [R, 2]: out: (candidates, 1 if they form one group: exact fallback)
-        K, K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr,
+        grp_ptr,  # int32 [R, 2 * K_PAD]: out: each slot's group, first slot | size << 16
+        tot_ptr,  # int32 [R]: out: candidates
+        K, K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
         G_PAD: tl.constexpr, PDL: tl.constexpr):
     """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
     group starts after every candidate of a higher bucket, and an atomic cursor gives each
@@ -364,71 +361,65 @@ def _indexer_place_kernel(
     gs = tl.arange(0, G_PAD)
     dst = dense_ptr + r64 * CAP
     if ok:
-        base = tl.load(thr_ptr + 4 * r + 2)
-        shift = tl.load(thr_ptr + 4 * r + 3)
-        bs = tl.arange(0, NB)
-        bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + bs)
-        start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-        if g == 0:
-            tl.store(bstart_ptr + r64 * NB + bs, start)
         c = tl.sum(tl.where(gs == g, counts, 0), 0)
         src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
-        for i0 in range(0, c, BLOCK_N):
-            i = i0 + tl.arange(0, BLOCK_N)
+        packed = tl.load(src + tl.arange(0, BLOCK_C), mask=tl.arange(0, BLOCK_C) < c, other=0)
+        base = tl.load(thr_ptr + 4 * r + 2)
+        shift = tl.load(thr_ptr + 4 * r + 3)
+        bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+        start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+        group = start | (bcnt << 16)  # CAP <= 4096 < 2^16
+        for i0 in range(0, c, BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
             m = i < c
-            packed = tl.load(src + i, mask=m, other=0)
+            if i0 > 0:
+                packed = tl.load(src + i, mask=m, other=0)
             b = _bucket((packed >> 32).to(tl.int32), base, shift, NB)
             at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
-            tl.store(dst + tl.gather(start, b, 0) + at, packed, mask=m)
+            slot = tl.gather(start, b, 0) + at
+            tl.store(dst + slot, packed, mask=m)
+            tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
     elif g == 0:
         total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst, dst, CAP, BLOCK_N, True)
+        for i0 in range(0, total, BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
+            tl.store(grp_ptr + r64 * CAP + i, tl.zeros([BLOCK_C], tl.int32) + (total << 16),
+                     mask=i < total)
     if g == 0:
-        tl.store(tot_ptr + 2 * r, total)
-        tl.store(tot_ptr + 2 * r + 1, tl.where(ok, 0, 1))
+        tl.store(tot_ptr + r, total)
 
 
 @triton.jit
 def _indexer_bucket_rank_kernel(
-        thr_ptr, bcnt_ptr, bstart_ptr, dense_ptr, tot_ptr,
+        dense_ptr, grp_ptr, tot_ptr,  # the place kernel's grouped candidates, groups, count
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, NB: tl.constexpr,
-        BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr, PDL: tl.constexpr):
-    """Candidate at slot i of bucket b goes to position start[b] + #{candidates of bucket b
-    with a larger key} (keys are unique: (mono, then smaller index) packed). Slots are grouped
-    by bucket, so the groups of this block's candidates are one contiguous range of slots, and
-    each candidate is compared only with that range. Positions from min(total, K) on get -1 /
-    -inf. An exact-fallback row is one group."""
+        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
+        BLOCK_J: tl.constexpr, PDL: tl.constexpr):
+    """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
+    (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
+    higher groups). Slots are grouped, so the groups of this block's candidates are one
+    contiguous range of slots, and each candidate is compared only with that range. Positions
+    from min(total, K) on get -1 / -inf."""
     _dependent_start(PDL)
     r64 = tl.program_id(0).to(tl.int64)
     i0 = tl.program_id(1) * BLOCK_I
     i = i0 + tl.arange(0, BLOCK_I)
-    total = tl.load(tot_ptr + 2 * r64)
-    whole = tl.load(tot_ptr + 2 * r64 + 1) != 0
-    mine = i < total
+    total = tl.load(tot_ptr + r64)
     rows = dense_ptr + r64 * CAP
+    # loaded before `total` is known (in bounds: CAP slots); slots past it are never used
+    key_i = tl.load(rows + i)
+    grp_i = tl.load(grp_ptr + r64 * CAP + i)
+    mine = i < total
+    first = grp_i & 65535
+    end = tl.where(mine, first + (grp_i >> 16), 0)
+    first = tl.where(mine, first, CAP)
     if i0 < total:
-        base = tl.load(thr_ptr + 4 * r64 + 2)
-        shift = tl.load(thr_ptr + 4 * r64 + 3)
-        key_i = tl.load(rows + i, mask=mine, other=0)
-        b_i = tl.where(whole, 0, _bucket((key_i >> 32).to(tl.int32), base, shift, NB))
-        if whole:
-            lo = 0
-            hi = total
-            first = tl.zeros([BLOCK_I], tl.int32)
-        else:
-            b_hi = _bucket((tl.load(rows + i0) >> 32).to(tl.int32), base, shift, NB)
-            last = tl.minimum(i0 + BLOCK_I, total) - 1
-            b_lo = _bucket((tl.load(rows + last) >> 32).to(tl.int32), base, shift, NB)
-            lo = tl.load(bstart_ptr + r64 * NB + b_hi)
-            hi = tl.load(bstart_ptr + r64 * NB + b_lo) + tl.load(bcnt_ptr + r64 * (2 * NB) + b_lo)
-            first = tl.load(bstart_ptr + r64 * NB + b_i, mask=mine, other=0)
         beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
-        for j0 in range(lo, hi, BLOCK_J):
+        for j0 in range(tl.min(first, 0), tl.max(end, 0), BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
-            key_j = tl.load(rows + j, mask=j < hi, other=-9223372036854775807 - 1)
-            b_j = tl.where(whole, 0, _bucket((key_j >> 32).to(tl.int32), base, shift, NB))
-            beats += ((key_j[None, :] > key_i[:, None])
-                      & (b_j[None, :] == b_i[:, None])).to(tl.int32)
+            key_j = tl.load(rows + j, mask=j < CAP, other=0)
+            beats += ((key_j[None, :] > key_i[:, None]) & (j[None, :] >= first[:, None])
+                      & (j[None, :] < end[:, None])).to(tl.int32)
         pos = first + tl.sum(beats, 1)
         put = mine & (pos < K)
         idx_i = (4294967295 - (key_i & 4294967295)).to(tl.int32)
