@@ -217,14 +217,15 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     L = configs.LogitsConfig
-    # stacked (next_n 4) on 8 warps: the [64 keys, 256 columns] accumulator split over two
-    # warpgroups (142 registers int8, 183 fp8, against 246 / 255 on 4 warps)
-    logits = {(64, 4): [L(64, 2, 8, 5, tma=True), L(64, 2, 8, 3, tma=True)]}
-    sort = dict(order="sort")
-    blocks = [dict(bucket_block=64, bucket_block_j=16), dict(bucket_block=128, bucket_block_j=8)]
-    topk = {1: [sort], 8: [sort] + blocks,
-            64: [sort] + blocks + [dict(candidate_block=128), dict(place_warps=8),
-                                   dict(buckets=256), dict(buckets=4096)]}
+    # stacked (next_n 4) and prefill under a register cap (maxnreg), for more warps per SM: the
+    # [64 keys, 256 columns] accumulator alone is 128 registers per thread on 4 warps; ptxas
+    # fits 8 warps in 128 registers (2 programs/SM), 4 warps in 168 (3) without spilling
+    logits = {(64, 4): [L(64, 2, 8, 5, tma=True, max_registers=128),
+                        L(64, 3, 4, 5, tma=True, max_registers=168),
+                        L(64, 4, 4, 4, tma=True, max_registers=128)],
+              (1, 4096): [L(64, 2, 8, 3, tma=True, max_stack=4, max_registers=128)]}
+    sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
+    topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
@@ -258,7 +259,8 @@ def sweep(bw, only=""):
                         configs.LOGITS[key] = lc
                 label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
                          f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' pairs' if lc.scale_pairs else ''}")
+                         f"{' pairs' if lc.scale_pairs else ''}"
+                         f"{f' maxnreg {lc.max_registers}' if lc.max_registers else ''}")
                 line(tag, label, sets, reps)
             configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" else []:

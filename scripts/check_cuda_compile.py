@@ -33,15 +33,15 @@ from custom_ops.testing import make_indexer_inputs
 from cuda_indexer_call import call
 
 FP8 = torch.float8_e4m3fn
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl")
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl", "maxnreg")
 # one call per phase-1 path and per top-k ordering, int8 (fp16 scales) and fp8 (fp32 scales)
 CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[3, 2, 4], k_lens=[5000, 3000, 700]),
          dict(q_lens=[1] * 8, k_lens=[4000] * 8),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
-           "_indexer_merge_kernel", "_indexer_rank_kernel", "_indexer_unpack_kernel",
-           "_indexer_place_kernel", "_indexer_bucket_rank_kernel")
+           "_indexer_merge_kernel", "_indexer_unpack_kernel",
+           "_indexer_place_kernel", "_indexer_rank_kernel")
 
 
 class Recorder:

@@ -2,7 +2,7 @@
 each result with the golden (SPEC §1.5): a way to develop and check the kernels without a GPU.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"   # the 3.6 interpreter needs numpy < 2.4
-    PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--rank-max-rows N]
+    PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--bucket-max-rows N]
         [--min-segment N] [--block-k N] [--workspace BYTES] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
@@ -42,9 +42,8 @@ CASES = [
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
-    ap.add_argument("--order", choices=["buckets", "sort"], help="top-k ordering")
     ap.add_argument("--buckets", type=int, help="buckets of the bucket ordering")
-    ap.add_argument("--rank-max-rows", type=int, help="order sort: rows up to which top-k is ordered by rank")
+    ap.add_argument("--bucket-max-rows", type=int, help="rows up to which top-k is ordered by buckets (else torch.sort)")
     ap.add_argument("--min-segment", type=int, help="keys per phase-2 segment at least")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
@@ -54,15 +53,12 @@ def main():
     ap.add_argument("--threshold-step", type=int, help="threshold bits per bisection step (1, 2)")
     ap.add_argument("--samples", type=int, help="threshold samples per row (at least)")
     ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
-    ap.add_argument("--rank-prefetch", action="store_true", help="rank loads the next block ahead")
     opts = ap.parse_args()
     tc = configs.TOPK
-    if opts.order is not None:
-        tc = dataclasses.replace(tc, order=opts.order)
     if opts.buckets is not None:
         tc = dataclasses.replace(tc, buckets=opts.buckets)
-    if opts.rank_max_rows is not None:
-        tc = dataclasses.replace(tc, rank_max_rows=opts.rank_max_rows)
+    if opts.bucket_max_rows is not None:
+        tc = dataclasses.replace(tc, bucket_max_rows=opts.bucket_max_rows)
     if opts.min_segment is not None:
         tc = dataclasses.replace(tc, min_segment=opts.min_segment)
     if opts.threshold_step is not None:
@@ -71,7 +67,6 @@ def main():
         tc = dataclasses.replace(tc, samples=opts.samples, max_samples=max(opts.samples, tc.max_samples))
     if opts.threshold_bits is not None:
         tc = dataclasses.replace(tc, threshold_bits=opts.threshold_bits)
-    tc = dataclasses.replace(tc, rank_prefetch=opts.rank_prefetch or tc.rank_prefetch)
     configs.TOPK = tc
     for key, lc in list(configs.LOGITS.items()):
         if opts.block_k is not None:

@@ -207,8 +207,8 @@ def test_long_rows_match_the_golden():
 @pytest.mark.parametrize("block_k", [64, 128])
 @pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [2, 1, 2], [4, 3, 4], [7, 2]], ids=str)
 def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
-    """Every way the kernels can run a call matches the golden, and the top-k orderings
-    (buckets; rank for few rows; torch.sort) give the same bits: key tiles gathered per row
+    """Every way the kernels can run a call matches the golden, and the two top-k orderings
+    (buckets, torch.sort) give the same bits: key tiles gathered per row
     (block 16) or per page (block 128, a multiple of block_k), decode tokens stacked into one
     dot (next_n <= 4) or looped (7)."""
     import dataclasses
@@ -221,8 +221,7 @@ def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
             scale_dtype=sc, block_size=block_size, sparse_count=1024, return_value=True,
             device="cuda", seed=len(q_lens))
         outs = []
-        for order in (dict(order="buckets"), dict(order="sort", rank_max_rows=0),
-                      dict(order="sort", rank_max_rows=10_000)):
+        for order in (dict(bucket_max_rows=10_000), dict(bucket_max_rows=0)):
             monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, **order))
             poison()
             outs.append(op(*args, **kwargs))
@@ -278,33 +277,25 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     """The top-k's tuning options (bits of the bisected threshold and bits per bisection step,
-    rank prefetch, programmatic dependent launches, the ordering: buckets (coarse, fine, and
-    with a 1-bit threshold that sends rows to the exact fallback) or rank or sort) change how
-    the candidates are found and ordered, never the result."""
+    programmatic dependent launches, the ordering: buckets (coarse or fine groups; a 1-bit
+    threshold sends rows to the exact fallback) or torch.sort) change how the candidates are
+    found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
                                        return_value=True, device="cuda", seed=9, ties=ties)
     outs = []
-    sort = dict(order="sort")
-    for bits, prefetch, step, pdl, order in (
-            (32, False, 1, False, dict(rank_max_rows=16, **sort)),
-            (20, False, 1, False, dict(rank_max_rows=16, **sort)),
-            (32, True, 1, False, dict(rank_max_rows=16, **sort)),
-            (24, True, 1, False, dict(rank_max_rows=16, **sort)),
-            (20, True, 2, False, dict(rank_max_rows=16, **sort)),
-            (32, False, 2, False, dict(rank_max_rows=16, **sort)),
-            (20, True, 1, True, dict(rank_max_rows=16, **sort)),
-            (20, True, 1, False, dict(rank_max_rows=0, **sort)),
-            (20, True, 1, True, dict(rank_max_rows=0, **sort)),
-            (20, True, 1, False, dict(order="buckets")),
-            (20, True, 1, True, dict(order="buckets", buckets=16, bucket_block=32)),
-            (32, True, 2, False, dict(order="buckets", buckets=2, bucket_block=128)),
-            (1, True, 1, False, dict(order="buckets", buckets=4096, bucket_block=16))):
+    sort = dict(bucket_max_rows=0)
+    for bits, step, pdl, order in (
+            (32, 1, False, sort), (20, 1, False, sort), (24, 1, False, sort), (20, 2, False, sort),
+            (32, 2, False, sort), (20, 1, True, sort), (20, 1, False, {}), (20, 1, True, {}),
+            (20, 1, True, dict(buckets=16, bucket_block=64, bucket_block_j=16)),
+            (32, 2, False, dict(buckets=2, bucket_block=128, bucket_block_j=8)),
+            (1, 1, False, dict(buckets=4096, bucket_block=16, candidate_block=64)),
+            (1, 1, False, sort)):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
-            configs.TOPK, threshold_bits=bits, rank_prefetch=prefetch, threshold_step=step,
-            pdl=pdl, **order))
+            configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, **order))
         poison()
         outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs, exact=ties)

@@ -34,6 +34,7 @@ class LogitsConfig:
     max_stack: int = 4
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
+    max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,18 +44,17 @@ class TopkConfig:
     num_warps: int
     programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
     min_segment: int  # keys per segment program at least
-    rank_max_rows: int  # up to this many rows, order by rank (one launch) rather than torch.sort
-    rank_block: int  # candidates ranked per program
     threshold_bits: int = 20  # top bits of the threshold found by bisection
     threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: within noise)
-    rank_prefetch: bool = True  # rank: load the next block of candidates ahead
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
     segment_warps: int = 4  # warps of the segment (compaction) kernel
-    # ordering of the candidates: "buckets" (grouped by score range into `buckets` groups, each
-    # ordered by comparing keys; no sort) or "sort" (torch.sort, or rank up to rank_max_rows)
-    order: str = "buckets"
+    # ordering of the candidates: up to this many rows by buckets (grouped by score range into
+    # `buckets` groups, each ordered by comparing keys: latency-bound launches that beat
+    # torch.sort's one block per row at B = 8..64 rows), beyond it by torch.sort (its block
+    # radix sort wins at 256+ rows: B=64 next_n=4, prefill; measured, NOTES)
+    bucket_max_rows: int = 128
     buckets: int = 1024  # NB, a power of two
     bucket_block: int = 32  # candidates per program of the bucket rank kernel
     bucket_block_j: int = 32  # candidates compared per step there
@@ -78,7 +78,7 @@ LOGITS = {
 }
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
-                  min_segment=2048, rank_max_rows=4, rank_block=16)
+                  min_segment=2048)
 
 
 def candidate_slots(k: int) -> int:

@@ -27,8 +27,8 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import (_indexer_bucket_rank_kernel, _indexer_merge_kernel,
-                           _indexer_place_kernel, _indexer_rank_kernel,
+from .indexer_topk import (_indexer_rank_kernel, _indexer_merge_kernel,
+                           _indexer_place_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
@@ -148,7 +148,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
-        num_warps=lc.num_warps, **common)
+        num_warps=lc.num_warps, **common,
+        **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
     # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
     # (its launch overlaps that kernel's tail; it waits for its writes before reading)
     dep = dict(PDL=pdl, launch_pdl=pdl)
@@ -157,7 +158,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     cand_cap = candidate_slots(k)  # few sizes: few compiled variants
     k_pad = cand_cap // 2
     block_b = triton.next_power_of_2(max(p.batch, 1))
-    nb = tc.buckets if tc.order == "buckets" else 0
+    nb = tc.buckets if rows <= tc.bucket_max_rows else 0
     thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
     bcnt = torch.empty((rows, 2, max(nb, 1)), dtype=torch.int32, device=dev)
     _indexer_threshold_kernel[(rows,)](
@@ -179,7 +180,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             logits, cap, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
             BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
-        _indexer_bucket_rank_kernel[(rows, cand_cap // tc.bucket_block)](
+        _indexer_rank_kernel[(rows, cand_cap // tc.bucket_block)](
             dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
             BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=4, **dep)
         return
@@ -189,17 +190,11 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     _indexer_merge_kernel[(rows, g)](
         logits, cap, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
         BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
-    if rows <= tc.rank_max_rows:
-        _indexer_rank_kernel[(rows, cand_cap // tc.rank_block)](
-            mono, cand_idx, total, idx_out, values, k, RETURN_VALUE=p.return_value,
-            CAP=cand_cap, BLOCK_I=tc.rank_block, BLOCK_J=128, PREFETCH=tc.rank_prefetch,
-            num_warps=4, **dep)
-    else:
-        ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
-        block = min(1024, triton.next_power_of_2(k))
-        _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
-            ordered, perm, cand_cap, cand_idx, total, idx_out, values, k,
-            RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
+    ordered, perm = torch.sort(mono, dim=1, descending=True, stable=True)
+    block = min(1024, triton.next_power_of_2(k))
+    _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
+        ordered, perm, cand_cap, cand_idx, total, idx_out, values, k,
+        RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
 
 
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):

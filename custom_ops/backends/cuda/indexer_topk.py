@@ -2,20 +2,27 @@
 
 A score maps to an int32 `mono` whose signed order is the float order (negative floats get their
 magnitude bits flipped). Descending (mono, then index ascending) is SPEC's order, ties included:
-the int64 key (mono << 32) | (2^32-1 - index) orders exactly so, with no atomics deciding anything.
+the int64 key (mono << 32) | (2^32-1 - index) orders exactly so; no atomic decides where a key
+lands in the output.
 
 1. Threshold (grid rows): t0 from a strided sample of NS scores (bisection on its bits: about
    1.5·k scores reach it). Segments (grid rows × G): each program compacts the keys of its
    segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD) and writes
    how many it found. G programs per row keep one long row (B=1) on many SMs.
-2. Merge (grid rows): the counts give each segment's offset; if the row's total is in [k, CAP]
-   (or the row sees at most k keys, all taken) the segments are copied side by side into
-   (mono, index) arrays in index order; otherwise (heavy ties, adversarial rows) an exact radix
-   select on 8-bit digits finds the k-th key and the same compaction keeps exactly k.
-3. Order, two ways chosen by row count (the same result): few rows — `rank` gives every candidate
-   its rank (the count of candidates that beat it; keys are unique) and scatters it, one launch
-   spread over many SMs; many rows — torch.sort of the int32 monos (stable, so ties stay in index
-   order; a shared-memory sort per row) and `unpack` gathers the indices.
+2. Order, two ways chosen by row count (the same result):
+   - buckets (up to TopkConfig.bucket_max_rows rows): the threshold kernel also maps
+     [t0, largest sampled score] onto NB buckets (monotone in mono); the segment kernel counts
+     its candidates per bucket (atomic integer sums); `place` gives each bucket a group of slots
+     after all higher buckets and moves each candidate into its group (an atomic cursor picks
+     the slot inside the group, which decides nothing); `rank` puts each candidate at its
+     group's first slot plus the number of larger keys in its group. Latency-bound launches
+     spread over the GPU: at 8–64 rows far quicker than a sort's one block per row.
+   - sort (more rows): `merge` copies the segments side by side into (mono, index) arrays in
+     index order, torch.sort orders the int32 monos (stable, so ties stay in index order) and
+     `unpack` gathers the indices.
+   Either way, if a row's candidate count misses [k, CAP] (ties, adversarial rows), one program
+   runs an exact radix select on 8-bit digits instead and keeps exactly k (ties by index); the
+   bucket order then treats them as one group.
 """
 from __future__ import annotations
 
@@ -390,7 +397,7 @@ def _indexer_place_kernel(
 
 
 @triton.jit
-def _indexer_bucket_rank_kernel(
+def _indexer_rank_kernel(
         dense_ptr, grp_ptr, tot_ptr,  # the place kernel's grouped candidates, groups, count
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
@@ -430,57 +437,6 @@ def _indexer_bucket_rank_kernel(
     pad = (i >= total) & (i < K)
     tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
     if RETURN_VALUE:
-        tl.store(out_val_ptr + r64 * K + i, tl.full([BLOCK_I], float("-inf"), tl.float32),
-                 mask=pad)
-
-
-@triton.jit
-def _indexer_rank_kernel(
-        mono_ptr, idx_ptr, tot_ptr,  # each row's candidates (index order) and their count
-        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
-        BLOCK_J: tl.constexpr, PREFETCH: tl.constexpr, PDL: tl.constexpr):
-    """Candidate i goes to position rank(i) = #{j : mono_j > mono_i} + #{j < i : mono_j == mono_i}
-    (candidates are in index order, so that is SPEC's order); positions from min(total, K) on
-    get -1 / -inf. Blocks of j wholly before i count mono_j >= mono_i, wholly after mono_j >
-    mono_i: one compare and one add per pair, summed once at the end."""
-    _dependent_start(PDL)
-    r64 = tl.program_id(0).to(tl.int64)
-    i0 = tl.program_id(1) * BLOCK_I
-    i = i0 + tl.arange(0, BLOCK_I)
-    total = tl.load(tot_ptr + r64)
-    mine = i < total
-    mono_i = tl.load(mono_ptr + r64 * CAP + i, mask=mine, other=PAD_MONO)
-    beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
-    if i0 < total:
-        # (an unrolled loop over all CAP slots measured 29 µs against 13 µs for this one)
-        # past `total` the arrays hold PAD_MONO, below every candidate: never counted
-        if PREFETCH:
-            nxt = tl.load(mono_ptr + r64 * CAP + tl.arange(0, BLOCK_J))
-        for j0 in range(0, total, BLOCK_J):
-            j = j0 + tl.arange(0, BLOCK_J)
-            if PREFETCH:  # the next block's load is in flight while this one is compared
-                mono_j = nxt
-                nxt = tl.load(mono_ptr + r64 * CAP + j + BLOCK_J, mask=j + BLOCK_J < CAP,
-                              other=PAD_MONO)
-            else:
-                mono_j = tl.load(mono_ptr + r64 * CAP + j)
-            if j0 + BLOCK_J <= i0:
-                beats += (mono_j[None, :] >= mono_i[:, None]).to(tl.int32)
-            elif j0 >= i0 + BLOCK_I:
-                beats += (mono_j[None, :] > mono_i[:, None]).to(tl.int32)
-            else:
-                before = j[None, :] < i[:, None]
-                beats += ((mono_j[None, :] > mono_i[:, None]) |
-                          (before & (mono_j[None, :] == mono_i[:, None]))).to(tl.int32)
-    rank = tl.sum(beats, 1)
-    put = mine & (rank < K)
-    idx_i = tl.load(idx_ptr + r64 * CAP + i, mask=mine, other=0)
-    tl.store(out_idx_ptr + r64 * K + rank, idx_i, mask=put)
-    pad = (i >= total) & (i < K)
-    tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
-    if RETURN_VALUE:
-        tl.store(out_val_ptr + r64 * K + rank, _score_of(mono_i), mask=put)
         tl.store(out_val_ptr + r64 * K + i, tl.full([BLOCK_I], float("-inf"), tl.float32),
                  mask=pad)
 
