@@ -216,14 +216,10 @@ def sweep(bw, only=""):
     one aligned line per (case, configuration), the default first."""
     import dataclasses
     from custom_ops.backends.cuda import configs
-    L = configs.LogitsConfig
-    # stacked (next_n 4) and prefill under a register cap (maxnreg), for more warps per SM: the
-    # [64 keys, 256 columns] accumulator alone is 128 registers per thread on 4 warps; ptxas
-    # fits 8 warps in 128 registers (2 programs/SM), 4 warps in 168 (3) without spilling
-    logits = {(64, 4): [L(64, 2, 8, 5, tma=True, max_registers=128),
-                        L(64, 3, 4, 5, tma=True, max_registers=168),
-                        L(64, 4, 4, 4, tma=True, max_registers=128)],
-              (1, 4096): [L(64, 2, 8, 3, tma=True, max_stack=4, max_registers=128)]}
+    # phase-1 changes, each applied to every path's default configuration of the case's dtype:
+    # ReLU as max(x, 0) (integer/logic pipe) instead of x + |x| (FMA pipe)
+    plain = dict(relu_by_abs=False)
+    logits = {(64, 1): [plain], (64, 4): [plain], (1, 4096): [plain], (8, 1): [plain]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
     base = dict(configs.LOGITS)
@@ -253,15 +249,11 @@ def sweep(bw, only=""):
             sets = [(a, with_metadata(a, k, max_q)) for a, k in sets]
             reps = 5 if layout == "TND" else 10
             line(tag, "default", sets, reps)
-            for lc in logits.get((batch, n), []):
+            for change in logits.get((batch, n), []):
                 for key in base:
                     if key[0] == dtype:
-                        configs.LOGITS[key] = lc
-                label = (f"logits k{lc.block_k} P{lc.programs_per_worker} w{lc.num_warps} "
-                         f"s{lc.num_stages} stack{lc.max_stack}{' tma' if lc.tma else ''}"
-                         f"{' pairs' if lc.scale_pairs else ''}"
-                         f"{f' maxnreg {lc.max_registers}' if lc.max_registers else ''}")
-                line(tag, label, sets, reps)
+                        configs.LOGITS[key] = dataclasses.replace(base[key], **change)
+                line(tag, f"logits {change}", sets, reps)
             configs.LOGITS.update(base)
             for change in topk.get(batch, []) if layout == "BSND" else []:
                 configs.TOPK = dataclasses.replace(base_topk, **change)

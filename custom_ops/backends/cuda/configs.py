@@ -35,6 +35,7 @@ class LogitsConfig:
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
     max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
+    relu_by_abs: bool = True  # 2·ReLU(x) = x + |x| (FMA pipe) rather than max(x, 0) (ALU pipe)
 
 
 @dataclasses.dataclass(frozen=True)
