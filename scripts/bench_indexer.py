@@ -216,12 +216,12 @@ def sweep(bw, only=""):
     one aligned line per (case, configuration), the default first."""
     import dataclasses
     from custom_ops.backends.cuda import configs
-    # phase-1 changes, each applied to every path's default configuration of the case's dtype:
-    # ReLU as max(x, 0) (integer/logic pipe) instead of x + |x| (FMA pipe)
-    plain = dict(relu_by_abs=False)
-    logits = {(64, 1): [plain], (64, 4): [plain], (1, 4096): [plain], (8, 1): [plain]}
+    # phase-1 changes, each applied to every path's default configuration of the case's dtype
+    # (earlier sweeps of tiles, programs, stacking, register caps: NOTES.md)
+    logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
+    warps = [dict(threshold_warps=4), dict(rank_warps=2), dict(rank_warps=8)]
+    topk = {1: [sort] + warps, 8: [sort] + warps, 64: [sort, buckets] + warps}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

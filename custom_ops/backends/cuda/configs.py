@@ -35,7 +35,6 @@ class LogitsConfig:
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
     max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
-    relu_by_abs: bool = True  # 2·ReLU(x) = x + |x| (FMA pipe) rather than max(x, 0) (ALU pipe)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,6 +60,8 @@ class TopkConfig:
     bucket_block_j: int = 32  # candidates compared per step there
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
     place_warps: int = 4
+    threshold_warps: int = 8
+    rank_warps: int = 4
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),

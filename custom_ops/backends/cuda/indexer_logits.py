@@ -128,40 +128,26 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
 
 
 @triton.jit
-def _relu_dot(k, q, RELU_ABS: tl.constexpr):
-    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32).
-
-    RELU_ABS: 2·ReLU(x) as x + |x| instead (exact: doubling, or +0 for x <= 0; the caller
-    halves the head sum): one float add with an absolute-value operand on the FMA pipe, where
-    a max would take the integer/logic pipe, the busiest one of the stacked epilogue."""
+def _relu_dot(k, q):
+    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32)."""
     if k.dtype == tl.int8:
-        x = tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32)
-    else:
-        x = tl.dot(k, tl.trans(q), out_dtype=tl.float32)
-    if RELU_ABS:
-        return x + tl.abs(x)
-    return tl.maximum(x, 0.0)
+        return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32), 0.0)
+    return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.float32), 0.0)
 
 
 @triton.jit
-def _score(k, ks, q, a, RELU_ABS: tl.constexpr):
+def _score(k, ks, q, a):
     """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
-    score = tl.sum(_relu_dot(k, q, RELU_ABS) * a[None, :], axis=1)
-    if RELU_ABS:
-        score = score * 0.5
-    score = score * ks
+    score = tl.sum(_relu_dot(k, q) * a[None, :], axis=1) * ks
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
 @triton.jit
-def _score_stacked(k, ks, q, a, RELU_ABS: tl.constexpr, NQ: tl.constexpr, H: tl.constexpr):
+def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
     """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
     ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
-    w = _relu_dot(k, q, RELU_ABS) * a[None, :]
-    score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2)
-    if RELU_ABS:
-        score = score * 0.5
-    score = score * ks[:, None]
+    w = _relu_dot(k, q) * a[None, :]
+    score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
@@ -170,7 +156,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                     stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-                    RELU_ABS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    NUM_STAGES: tl.constexpr,
                     NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
@@ -194,7 +180,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS, PAGE,
                            FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
         tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                 _score_stacked(k, ks, q, qa, RELU_ABS, NQ, H), mask=j[:, None] < vis[None, :])
+                 _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
 
 
 @triton.jit
@@ -210,7 +196,7 @@ def _indexer_logits_kernel(
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        KS_PAIRS: tl.constexpr, RELU_ABS: tl.constexpr, NUM_STAGES: tl.constexpr,
+        KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
@@ -267,7 +253,7 @@ def _indexer_logits_kernel(
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
                                            NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
                                            BLOCK_K, D)
-                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, RELU_ABS),
+                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
                                  mask=j < j1)
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
@@ -275,7 +261,7 @@ def _indexer_logits_kernel(
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
                                     NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, RELU_ABS, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    KS_PAIRS, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -285,8 +271,8 @@ def _indexer_logits_kernel(
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
-                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, RELU_ABS,
-                                        NUM_STAGES, NQ, BLOCK_K, H, D)
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, NUM_STAGES, NQ,
+                                        BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
@@ -298,7 +284,7 @@ def _indexer_logits_kernel(
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa, RELU_ABS),
+                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
                                          mask=j < vis)
             i += run
             kb = 0
