@@ -220,8 +220,7 @@ def sweep(bw, only=""):
     # (earlier sweeps of tiles, programs, stacking, register caps: NOTES.md)
     logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    warps = [dict(threshold_warps=4), dict(rank_warps=2), dict(rank_warps=8)]
-    topk = {1: [sort] + warps, 8: [sort] + warps, 64: [sort, buckets] + warps}
+    topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -164,7 +164,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
         NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,
-        NB=nb, BLOCK_B=block_b, num_warps=tc.threshold_warps, **dep, **common)
+        NB=nb, BLOCK_B=block_b, num_warps=tc.num_warps, **dep, **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
@@ -182,7 +182,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             num_warps=tc.place_warps, **dep)
         _indexer_rank_kernel[(rows, cand_cap // tc.bucket_block)](
             dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
-            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
+            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=4, **dep)
         return
     mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
