@@ -113,7 +113,8 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     tc = tc or TOPK
     slots = candidate_slots(k)
     order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
-    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + 8 + 16
+    counters = 16 + 8 + 4 + 4  # threshold record, bucket counters of the sort path, total, +4
+    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + counters
     return rows * per_row + tc.programs * (slots * 8 + 4)
 
 
