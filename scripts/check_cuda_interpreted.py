@@ -6,7 +6,9 @@ each result with the golden (SPEC §1.5): a way to develop and check the kernels
         [--min-segment N] [--block-k N] [--workspace BYTES] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
-and gathered key tiles, both top-k orderings, the exact fallback (ties), fp8, BSND and TND.
+and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
+bucket order unless `--bucket-max-rows 0` forces the sort; `--threshold-bits 1` sends most rows
+to the exact fallback.
 Slow (about 45 s for all); the interpreter accepts a few things the compiler rejects, so a GPU
 run stays the proof.
 """
@@ -43,7 +45,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
     ap.add_argument("--buckets", type=int, help="buckets of the bucket ordering")
-    ap.add_argument("--bucket-max-rows", type=int, help="rows up to which top-k is ordered by buckets (else torch.sort)")
+    ap.add_argument("--bucket-max-rows", type=int,
+                    help="rows up to which top-k is ordered by buckets (else torch.sort)")
     ap.add_argument("--min-segment", type=int, help="keys per phase-2 segment at least")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")

@@ -22,8 +22,8 @@ def test_chunk_is_the_largest_within_budget(cap, k):
 def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
     """Smaller launches (a last chunk, an unchunked call) never exceed what a full chunk may use,
     and the bound covers what either top-k order allocates (indexer._run: logits, threshold
-    record, bucket counters, rows × G segment slots and counts, then the bucket order's grouped
-    keys, group words and totals or the sort order's merged arrays, sort outputs and totals)."""
+    record, rows × G segment slots and counts, then the bucket order's counters, grouped keys,
+    group words and totals or the sort order's merged arrays, sort outputs and totals)."""
     k = 2048
     slots = configs.candidate_slots(k)
     tc = configs.TOPK
@@ -33,7 +33,7 @@ def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
         g = configs.segments(rows, cap, tc)
         common = rows * (cap * 4 + 16) + rows * g * (slots * 8 + 4)
         buckets = common + rows * (2 * tc.buckets * 4 + slots * 8 + slots * 4 + 4)
-        sort = common + rows * (2 * 4 + slots * 8 + slots * 12 + 4)
+        sort = common + rows * (slots * 8 + slots * 12 + 4)
         assert max(buckets, sort) <= configs.scratch_bytes(rows, cap, k)
 
 
@@ -48,6 +48,13 @@ def test_bar_cases_are_not_chunked(rows, cap):
     """decode B=64 at 64K, next_n 1 and 4, and prefill of 4096 tokens at 32K: one launch of
     each phase."""
     assert configs.rows_per_chunk(cap, 2048, BUDGET) >= rows
+
+
+def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
+    import dataclasses
+    for change in (dict(bucket_block=1024), dict(candidate_block=24), dict(buckets=1000)):
+        with pytest.raises(ValueError, match=next(iter(change))):
+            dataclasses.replace(configs.TOPK, **change)
 
 
 def test_candidate_slots_and_segments():

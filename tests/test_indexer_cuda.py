@@ -194,6 +194,25 @@ def test_all_equal_scores_take_the_exact_path():
     assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)
 
 
+@pytest.mark.parametrize("k", [1, 300, 2047])
+def test_topk_orders_agree_at_the_edges_of_k(monkeypatch, k):
+    """Rows of exactly k and k + 1 keys (every key taken; one more than k: the threshold path),
+    a row well above k and an empty row, with k = 1, not a power of two, and just below 2048:
+    the bucket order and the sort give the golden's result, bit for bit."""
+    import dataclasses
+    from custom_ops.backends.cuda import configs
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1, 1], k_lens=[k, k + 1, 8 * k + 100, 0],
+                                       sparse_count=k, return_value=True, device="cuda", seed=k)
+    outs = []
+    for rows in (10_000, 0):
+        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK,
+                                                                 bucket_max_rows=rows))
+        poison()
+        outs.append(op(*args, **kwargs))
+        assert_indexer_close(*outs[-1], args, kwargs)
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
 def test_long_rows_match_the_golden():
     """A row of 128K keys (its threshold samples 8192 scores, not 4096) next to a short row, in
     one call, against the golden."""

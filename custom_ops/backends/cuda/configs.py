@@ -62,6 +62,17 @@ class TopkConfig:
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
     place_warps: int = 4
 
+    def __post_init__(self):
+        # the rank grid is CAP / bucket_block programs and CAP >= 512 (candidate_slots)
+        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block"):
+            v = getattr(self, name)
+            if v < 1 or v & (v - 1):
+                raise ValueError(f"TopkConfig.{name}={v}: must be a power of two")
+        for name in ("bucket_block", "candidate_block"):
+            if getattr(self, name) > 512:
+                raise ValueError(f"TopkConfig.{name}={getattr(self, name)}: must be at most 512, "
+                                 "the fewest candidate slots a row has")
+
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
 # "stacked" (decode, next_n <= max_stack), "prefill" (a query block: tokens in groups of max_stack)
@@ -113,7 +124,9 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     tc = tc or TOPK
     slots = candidate_slots(k)
     order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
-    counters = 16 + 8 + 4 + 4  # threshold record, bucket counters of the sort path, total, +4
+    # threshold record (4 int32), total, and each row's share of the segment counts (rows·G <=
+    # programs + rows: the programs' share is in the fixed term below)
+    counters = 16 + 4 + 4
     per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + counters
     return rows * per_row + tc.programs * (slots * 8 + 4)
 

@@ -27,8 +27,8 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
-from .indexer_topk import (_indexer_rank_kernel, _indexer_merge_kernel,
-                           _indexer_place_kernel,
+from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
+                           _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
@@ -160,7 +160,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     block_b = triton.next_power_of_2(max(p.batch, 1))
     nb = tc.buckets if rows <= tc.bucket_max_rows else 0
     thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
-    bcnt = torch.empty((rows, 2, max(nb, 1)), dtype=torch.int32, device=dev)
+    # bucket counters and cursors (the sort order reads none: thr stands in for the pointer)
+    bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
         NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,

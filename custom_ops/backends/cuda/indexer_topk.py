@@ -58,6 +58,12 @@ def _pack(mono, idx):
 
 
 @triton.jit
+def _index_of(key):
+    """The key index packed into the low word by _pack."""
+    return (4294967295 - (key & 4294967295)).to(tl.int32)
+
+
+@triton.jit
 def _score_of(mono):
     return tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
 
@@ -289,9 +295,11 @@ def _indexer_segments_kernel(
         base = tl.load(thr_ptr + 4 * r + 2)
         shift = tl.load(thr_ptr + 4 * r + 3)
         row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
-        for i0 in range(0, tl.minimum(cnt, 2 * K_PAD), BLOCK_C):
+        stored = tl.minimum(cnt, 2 * K_PAD)
+        tl.debug_barrier()  # the slot was written by this program's other threads: make it visible
+        for i0 in range(0, stored, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
-            m = i < cnt
+            m = i < stored
             b = _bucket((tl.load(dst + i, mask=m, other=0) >> 32).to(tl.int32), base, shift, NB)
             tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
@@ -334,7 +342,7 @@ def _indexer_merge_kernel(
             m = i < c
             packed = tl.load(src + i, mask=m, other=0)
             tl.store(dst_m + offset + i, (packed >> 32).to(tl.int32), mask=m)
-            tl.store(dst_i + offset + i, (4294967295 - (packed & 4294967295)).to(tl.int32), mask=m)
+            tl.store(dst_i + offset + i, _index_of(packed), mask=m)
     elif g == 0:
         total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst_m, dst_i, CAP, BLOCK_N)
     if g == 0:
@@ -364,6 +372,7 @@ def _indexer_place_kernel(
     g = tl.program_id(1)
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
+    tl.static_assert(CAP < 65536, "group words hold a slot and a size in 16 bits each")
     n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     gs = tl.arange(0, G_PAD)
     dst = dense_ptr + r64 * CAP
@@ -398,7 +407,8 @@ def _indexer_place_kernel(
 
 @triton.jit
 def _indexer_rank_kernel(
-        dense_ptr, grp_ptr, tot_ptr,  # the place kernel's grouped candidates, groups, count
+        dense_ptr, grp_ptr, tot_ptr,  # int64 / int32 [R, CAP], int32 [R]: place's grouped
+        # candidates, their group words, and how many
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
         BLOCK_J: tl.constexpr, PDL: tl.constexpr):
@@ -412,9 +422,9 @@ def _indexer_rank_kernel(
     i0 = tl.program_id(1) * BLOCK_I
     i = i0 + tl.arange(0, BLOCK_I)
     total = tl.load(tot_ptr + r64)
-    rows = dense_ptr + r64 * CAP
+    row = dense_ptr + r64 * CAP
     # loaded before `total` is known (in bounds: CAP slots); slots past it are never used
-    key_i = tl.load(rows + i)
+    key_i = tl.load(row + i)
     grp_i = tl.load(grp_ptr + r64 * CAP + i)
     mine = i < total
     first = grp_i & 65535
@@ -424,12 +434,12 @@ def _indexer_rank_kernel(
         beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
         for j0 in range(tl.min(first, 0), tl.max(end, 0), BLOCK_J):
             j = j0 + tl.arange(0, BLOCK_J)
-            key_j = tl.load(rows + j, mask=j < CAP, other=0)
+            key_j = tl.load(row + j, mask=j < CAP, other=0)
             beats += ((key_j[None, :] > key_i[:, None]) & (j[None, :] >= first[:, None])
                       & (j[None, :] < end[:, None])).to(tl.int32)
         pos = first + tl.sum(beats, 1)
         put = mine & (pos < K)
-        idx_i = (4294967295 - (key_i & 4294967295)).to(tl.int32)
+        idx_i = _index_of(key_i)
         tl.store(out_idx_ptr + r64 * K + pos, idx_i, mask=put)
         if RETURN_VALUE:
             tl.store(out_val_ptr + r64 * K + pos, _score_of((key_i >> 32).to(tl.int32)),
