@@ -217,8 +217,10 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
-    # (earlier sweeps of tiles, programs, stacking, register caps: NOTES.md)
-    logits = {}
+    # (earlier sweeps of tiles, programs, stacking, register caps: NOTES.md): stacked tokens as
+    # two halves whose dots are both issued before either epilogue
+    split = dict(split_dot=True)
+    logits = {(64, 4): [split], (1, 4096): [split]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
     base = dict(configs.LOGITS)

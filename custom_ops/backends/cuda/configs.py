@@ -35,6 +35,9 @@ class LogitsConfig:
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
     max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
+    # stacked tokens as two halves, both dots issued before either epilogue (MMA of one half
+    # under the other's epilogue); not measured yet (NOTES)
+    split_dot: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

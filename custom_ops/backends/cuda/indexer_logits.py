@@ -128,11 +128,17 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
 
 
 @triton.jit
-def _relu_dot(k, q):
-    """ReLU(k · qᵀ) as float32, exact (int8: int32 dot, |dot| <= 2^21; fp8 as fp16: fp32)."""
+def _dot(k, q):
+    """k · qᵀ, exact (int8: int32, |dot| <= 2^21; fp8 as fp16: fp32 accumulation)."""
     if k.dtype == tl.int8:
-        return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.int32).to(tl.float32), 0.0)
-    return tl.maximum(tl.dot(k, tl.trans(q), out_dtype=tl.float32), 0.0)
+        return tl.dot(k, tl.trans(q), out_dtype=tl.int32)
+    return tl.dot(k, tl.trans(q), out_dtype=tl.float32)
+
+
+@triton.jit
+def _relu_dot(k, q):
+    """ReLU(k · qᵀ) as float32."""
+    return tl.maximum(_dot(k, q).to(tl.float32), 0.0)
 
 
 @triton.jit
@@ -143,31 +149,27 @@ def _score(k, ks, q, a):
 
 
 @triton.jit
-def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
-    """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
-    ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
-    w = _relu_dot(k, q) * a[None, :]
+def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr):
+    """[BLOCK_K, NQ] scores from the dots x [BLOCK_K, NQ·H] of NQ stacked tokens."""
+    w = tl.maximum(x.to(tl.float32), 0.0) * a[None, :]
     score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
 @triton.jit
-def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
-                    stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
-                    PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
-                    CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-                    NUM_STAGES: tl.constexpr,
-                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
-    """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
-    tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
-    all of them, and each token's scores are stored up to its own visible length."""
-    tok = tl.arange(0, NQ)
-    live = g + tok < s_hi
-    rows = (row0 + g + tok).to(tl.int64)
-    vis = tl.where(live, tl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
-    # tokens past s_hi read the first token's row (in bounds, finite) and get zero head
-    # weights; their scores are never stored
-    qrow = tl.where(live, rows, rows - tok)
+def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
+    """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
+    ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
+    return _head_sums(_dot(k, q), ks, a, NQ, H)
+
+
+@triton.jit
+def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
+                   NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
+    """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
+    weights·qscale [NQ·H]. Tokens not `live` read row `first` (a live one: in bounds, finite)
+    and get zero head weights; their scores are never stored."""
+    qrow = tl.where(live, rows, first)
     qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
     qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
@@ -175,12 +177,59 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                   0.0)
     if FP8_AS_F16:
         q = q.to(tl.float16)
-    for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-        j = t + tl.arange(0, BLOCK_K)
-        k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS, PAGE,
-                           FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-        tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                 _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
+    return q, qa
+
+
+@triton.jit
+def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
+                    stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
+                    PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
+                    CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
+                    SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
+    """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
+    tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
+    all of them, and each token's scores are stored up to its own visible length.
+
+    SPLIT: the tokens as two stacked halves, both halves' dots issued before either epilogue,
+    so the second half's MMA can run while the first half's epilogue is computed (one dot of
+    NQ·H columns leaves the tensor cores idle during the whole epilogue)."""
+    tok = tl.arange(0, NQ)
+    live = g + tok < s_hi
+    rows = (row0 + g + tok).to(tl.int64)
+    vis = tl.where(live, tl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
+    if SPLIT:
+        NH: tl.constexpr = NQ // 2
+        half = tl.arange(0, NH)
+        live0 = g + half < s_hi
+        live1 = g + NH + half < s_hi
+        rows0 = (row0 + g + half).to(tl.int64)
+        rows1 = rows0 + NH
+        vis0 = tl.where(live0, tl.minimum(visible_keys(g + half, s1, s2, CMP, CAUSAL), j1), 0)
+        vis1 = tl.where(live1, tl.minimum(visible_keys(g + NH + half, s1, s2, CMP, CAUSAL), j1),
+                        0)
+        first = (row0 + g).to(tl.int64)
+        q0, qa0 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows0, live0, first, FP8_AS_F16, NH, H, D)
+        q1, qa1 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows1, live1, first, FP8_AS_F16, NH, H, D)
+        for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+            j = t + tl.arange(0, BLOCK_K)
+            k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
+                               PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
+            x0 = _dot(k, q0)
+            x1 = _dot(k, q1)
+            tl.store(out_ptr + rows0[None, :] * stride_out + j[:, None],
+                     _head_sums(x0, ks, qa0, NH, H), mask=j[:, None] < vis0[None, :])
+            tl.store(out_ptr + rows1[None, :] * stride_out + j[:, None],
+                     _head_sums(x1, ks, qa1, NH, H), mask=j[:, None] < vis1[None, :])
+    else:
+        q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, (row0 + g).to(tl.int64),
+                               FP8_AS_F16, NQ, H, D)
+        for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
+            j = t + tl.arange(0, BLOCK_K)
+            k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
+                               PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
+            tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
+                     _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
 
 
 @triton.jit
@@ -196,7 +245,7 @@ def _indexer_logits_kernel(
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        KS_PAIRS: tl.constexpr, NUM_STAGES: tl.constexpr,
+        KS_PAIRS: tl.constexpr, SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
         BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
@@ -261,7 +310,7 @@ def _indexer_logits_kernel(
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
                                     NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    KS_PAIRS, SPLIT, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -271,8 +320,8 @@ def _indexer_logits_kernel(
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
-                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, NUM_STAGES, NQ,
-                                        BLOCK_K, H, D)
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT,
+                                        NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
