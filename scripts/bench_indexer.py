@@ -222,11 +222,13 @@ def sweep(bw, only=""):
     split = dict(split_dot=True)
     logits = {(64, 4): [split], (1, 4096): [split]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    topk = {1: [sort], 8: [sort], 64: [sort, buckets]}
+    # wider candidate steps: one place program walks a short row's ~1500 candidates (B1 at 4K)
+    wide = dict(candidate_block=512)
+    topk = {1: [sort, wide], 8: [sort, wide], 64: [sort, buckets, wide]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
-             (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
+             (1, 4096, 1, "BSND"), (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
 
     def line(tag, label, sets, reps):
         try:
