@@ -33,6 +33,11 @@ from .indexer_logits import batch_rows, visible_keys
 
 # mono of a -inf score, below every finite score's: pads candidate arrays (index -1).
 PAD_MONO = tl.constexpr(-2139095041)
+# the threshold kernel's int32 record per row: keys seen, t0, bucket base, bucket shift
+THR_N = tl.constexpr(0)
+THR_T0 = tl.constexpr(1)
+THR_BASE = tl.constexpr(2)
+THR_SHIFT = tl.constexpr(3)
 INT32_MIN = tl.constexpr(-2147483648)
 
 
@@ -253,15 +258,15 @@ def _indexer_threshold_kernel(
     if (n > K) | ((NB > 0) & (n > 0)):
         t0, base, top = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS,
                                           BITS, STEP)
-    tl.store(thr_ptr + 4 * r, n)
-    tl.store(thr_ptr + 4 * r + 1, t0)
+    tl.store(thr_ptr + 4 * r + THR_N, n)
+    tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
         span = tl.maximum(top.to(tl.int64) - base.to(tl.int64), 0)
         shift = 0
         for s in tl.static_range(33):
             shift += ((span >> s) >= NB).to(tl.int32)
-        tl.store(thr_ptr + 4 * r + 2, base)
-        tl.store(thr_ptr + 4 * r + 3, shift)
+        tl.store(thr_ptr + 4 * r + THR_BASE, base)
+        tl.store(thr_ptr + 4 * r + THR_SHIFT, shift)
         offs = tl.arange(0, NB)
         tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + offs, tl.zeros([NB], tl.int32))
         tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + NB + offs, tl.zeros([NB], tl.int32))
@@ -281,8 +286,8 @@ def _indexer_segments_kernel(
     r = tl.program_id(0)
     g = tl.program_id(1)
     G = tl.num_programs(1)
-    n = tl.load(thr_ptr + 4 * r)
-    t0 = tl.load(thr_ptr + 4 * r + 1)
+    n = tl.load(thr_ptr + 4 * r + THR_N)
+    t0 = tl.load(thr_ptr + 4 * r + THR_T0)
     seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
     lo = tl.minimum(g * seg, n)
     hi = tl.minimum(lo + seg, n)
@@ -292,8 +297,8 @@ def _indexer_segments_kernel(
                    0, 0, 0, False, True, BLOCK_N)
     tl.store(cnt_ptr + slot, cnt)
     if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot)
-        base = tl.load(thr_ptr + 4 * r + 2)
-        shift = tl.load(thr_ptr + 4 * r + 3)
+        base = tl.load(thr_ptr + 4 * r + THR_BASE)
+        shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
         row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
         stored = tl.minimum(cnt, 2 * K_PAD)
         tl.debug_barrier()  # the slot was written by this program's other threads: make it visible
@@ -312,7 +317,7 @@ def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
     gs = tl.arange(0, G_PAD)
     counts = tl.load(cnt_ptr + r.to(tl.int64) * G + gs, mask=gs < G, other=0)
     total = tl.sum(counts, 0)
-    n = tl.load(thr_ptr + 4 * r)
+    n = tl.load(thr_ptr + 4 * r + THR_N)
     return n, counts, total, (n <= K) | ((total >= K) & (total <= CAP))
 
 
@@ -380,8 +385,8 @@ def _indexer_place_kernel(
         c = tl.sum(tl.where(gs == g, counts, 0), 0)
         src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
         packed = tl.load(src + tl.arange(0, BLOCK_C), mask=tl.arange(0, BLOCK_C) < c, other=0)
-        base = tl.load(thr_ptr + 4 * r + 2)
-        shift = tl.load(thr_ptr + 4 * r + 3)
+        base = tl.load(thr_ptr + 4 * r + THR_BASE)
+        shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
         bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
         start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
         group = start | (bcnt << 16)  # CAP <= 4096 < 2^16
