@@ -69,6 +69,12 @@ def _index_of(key):
 
 
 @triton.jit
+def _mono_of(key):
+    """The mono packed into the high word by _pack."""
+    return (key >> 32).to(tl.int32)
+
+
+@triton.jit
 def _score_of(mono):
     return tl.where(mono < 0, mono ^ 2147483647, mono).to(tl.float32, bitcast=True)
 
@@ -305,7 +311,7 @@ def _indexer_segments_kernel(
         for i0 in range(0, stored, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
             m = i < stored
-            b = _bucket((tl.load(dst + i, mask=m, other=0) >> 32).to(tl.int32), base, shift, NB)
+            b = _bucket(_mono_of(tl.load(dst + i, mask=m, other=0)), base, shift, NB)
             tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
 
@@ -322,6 +328,13 @@ def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
 
 
 @triton.jit
+def _segment(seg_ptr, counts, r64, g, CAP, G_PAD: tl.constexpr):
+    """Segment g's slot of packed candidates (the segment kernel's output) and its count."""
+    c = tl.sum(tl.where(tl.arange(0, G_PAD) == g, counts, 0), 0)
+    return seg_ptr + (r64 * tl.num_programs(1) + g) * CAP, c
+
+
+@triton.jit
 def _indexer_merge_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
         mono_ptr, idx_ptr, tot_ptr,  # int32 [R, 2 * K_PAD] x2, int32 [R]: each row's candidates
@@ -335,18 +348,16 @@ def _indexer_merge_kernel(
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
     n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
-    gs = tl.arange(0, G_PAD)
     dst_m = mono_ptr + r64 * CAP
     dst_i = idx_ptr + r64 * CAP
     if ok:
-        c = tl.sum(tl.where(gs == g, counts, 0), 0)
-        offset = tl.sum(tl.where(gs < g, counts, 0), 0)
-        src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+        src, c = _segment(seg_ptr, counts, r64, g, CAP, G_PAD)
+        offset = tl.sum(tl.where(tl.arange(0, G_PAD) < g, counts, 0), 0)
         for i0 in range(0, c, BLOCK_N):
             i = i0 + tl.arange(0, BLOCK_N)
             m = i < c
             packed = tl.load(src + i, mask=m, other=0)
-            tl.store(dst_m + offset + i, (packed >> 32).to(tl.int32), mask=m)
+            tl.store(dst_m + offset + i, _mono_of(packed), mask=m)
             tl.store(dst_i + offset + i, _index_of(packed), mask=m)
     elif g == 0:
         total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst_m, dst_i, CAP, BLOCK_N)
@@ -379,11 +390,9 @@ def _indexer_place_kernel(
     CAP: tl.constexpr = 2 * K_PAD
     tl.static_assert(CAP < 65536, "group words hold a slot and a size in 16 bits each")
     n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
-    gs = tl.arange(0, G_PAD)
     dst = dense_ptr + r64 * CAP
     if ok:
-        c = tl.sum(tl.where(gs == g, counts, 0), 0)
-        src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+        src, c = _segment(seg_ptr, counts, r64, g, CAP, G_PAD)
         packed = tl.load(src + tl.arange(0, BLOCK_C), mask=tl.arange(0, BLOCK_C) < c, other=0)
         base = tl.load(thr_ptr + 4 * r + THR_BASE)
         shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
@@ -395,7 +404,7 @@ def _indexer_place_kernel(
             m = i < c
             if i0 > 0:
                 packed = tl.load(src + i, mask=m, other=0)
-            b = _bucket((packed >> 32).to(tl.int32), base, shift, NB)
+            b = _bucket(_mono_of(packed), base, shift, NB)
             at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
             slot = tl.gather(start, b, 0) + at
             tl.store(dst + slot, packed, mask=m)
@@ -447,7 +456,7 @@ def _indexer_rank_kernel(
         idx_i = _index_of(key_i)
         tl.store(out_idx_ptr + r64 * K + pos, idx_i, mask=put)
         if RETURN_VALUE:
-            tl.store(out_val_ptr + r64 * K + pos, _score_of((key_i >> 32).to(tl.int32)),
+            tl.store(out_val_ptr + r64 * K + pos, _score_of(_mono_of(key_i)),
                      mask=put)
     pad = (i >= total) & (i < K)
     tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
