@@ -164,6 +164,16 @@ def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
 
 
 @triton.jit
+def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constexpr):
+    """Query tokens [g, g + NQ): whether each exists (below s_hi), its output row, and how many
+    keys of [.., j1) it sees (0 for tokens that do not exist)."""
+    tok = tl.arange(0, NQ)
+    live = g + tok < s_hi
+    vis = tl.where(live, tl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
+    return live, (row0 + g + tok).to(tl.int64), vis
+
+
+@triton.jit
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
                    NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
@@ -194,21 +204,11 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
     SPLIT: the tokens as two stacked halves, both halves' dots issued before either epilogue,
     so the second half's MMA can run while the first half's epilogue is computed (one dot of
     NQ·H columns leaves the tensor cores idle during the whole epilogue)."""
-    tok = tl.arange(0, NQ)
-    live = g + tok < s_hi
-    rows = (row0 + g + tok).to(tl.int64)
-    vis = tl.where(live, tl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
+    first = (row0 + g).to(tl.int64)  # a live token's row: what dead tokens' queries read
     if SPLIT:
         NH: tl.constexpr = NQ // 2
-        half = tl.arange(0, NH)
-        live0 = g + half < s_hi
-        live1 = g + NH + half < s_hi
-        rows0 = (row0 + g + half).to(tl.int64)
-        rows1 = rows0 + NH
-        vis0 = tl.where(live0, tl.minimum(visible_keys(g + half, s1, s2, CMP, CAUSAL), j1), 0)
-        vis1 = tl.where(live1, tl.minimum(visible_keys(g + NH + half, s1, s2, CMP, CAUSAL), j1),
-                        0)
-        first = (row0 + g).to(tl.int64)
+        live0, rows0, vis0 = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NH)
+        live1, rows1, vis1 = _tokens(row0, g + NH, s_hi, s1, s2, j1, CMP, CAUSAL, NH)
         q0, qa0 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows0, live0, first, FP8_AS_F16, NH, H, D)
         q1, qa1 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows1, live1, first, FP8_AS_F16, NH, H, D)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
@@ -222,8 +222,8 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
             tl.store(out_ptr + rows1[None, :] * stride_out + j[:, None],
                      _head_sums(x1, ks, qa1, NH, H), mask=j[:, None] < vis1[None, :])
     else:
-        q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, (row0 + g).to(tl.int64),
-                               FP8_AS_F16, NQ, H, D)
+        live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
+        q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             j = t + tl.arange(0, BLOCK_K)
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
