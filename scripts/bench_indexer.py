@@ -217,14 +217,13 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
-    # (earlier sweeps of tiles, programs, stacking, register caps: NOTES.md): stacked tokens as
-    # two halves whose dots are both issued before either epilogue
-    split = dict(split_dot=True)
-    logits = {(64, 4): [split], (1, 4096): [split]}
+    # (earlier sweeps of tiles, programs, stacking, register caps, split dots: NOTES.md)
+    logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # wider candidate steps: one place program walks a short row's ~1500 candidates (B1 at 4K)
     wide = dict(candidate_block=512)
-    topk = {1: [sort, wide], 8: [sort, wide], 64: [sort, buckets, wide]}
+    # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
+    topk = {(1, 1): [sort, wide], (8, 1): [sort, wide], (64, 1): [sort, wide], (64, 4): [buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
@@ -258,7 +257,7 @@ def sweep(bw, only=""):
                         configs.LOGITS[key] = dataclasses.replace(base[key], **change)
                 line(tag, f"logits {change}", sets, reps)
             configs.LOGITS.update(base)
-            for change in topk.get(batch, []) if layout == "BSND" else []:
+            for change in topk.get((batch, n), []) if layout == "BSND" else []:
                 configs.TOPK = dataclasses.replace(base_topk, **change)
                 line(tag, f"topk {change}", sets, reps)
             configs.TOPK = base_topk
