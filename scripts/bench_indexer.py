@@ -220,14 +220,18 @@ def sweep(bw, only=""):
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots: NOTES.md)
     logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    # wider candidate steps: one place program walks a short row's ~1500 candidates (B1 at 4K)
-    wide = dict(candidate_block=512)
+    # phase 2's scan: longer steps, more segment programs, more warps per segment program; the
+    # threshold and merge kernels on 4 warps (more of them per SM at 256 rows)
+    long_steps, more_segments = dict(block_n=2048), dict(programs=16 * 132)
+    wide_segments, narrow = dict(segment_warps=8), dict(num_warps=4)
     # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
-    topk = {(1, 1): [sort, wide], (8, 1): [sort, wide], (64, 1): [sort, wide], (64, 4): [buckets]}
+    topk = {(1, 1): [sort], (8, 1): [sort],
+            (64, 1): [sort, long_steps, more_segments, wide_segments],
+            (64, 4): [buckets, long_steps, more_segments, wide_segments, narrow]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
-             (1, 4096, 1, "BSND"), (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
+             (8, 65536, 1, "BSND")]
 
     def line(tag, label, sets, reps):
         try:

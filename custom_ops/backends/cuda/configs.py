@@ -35,9 +35,10 @@ class LogitsConfig:
     tma: bool = False  # page-contiguous tiles by TMA descriptor
     scale_pairs: bool = False  # 2-byte key scales read as int32 pairs (asynchronous copies)
     max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
-    # stacked tokens as two halves, both dots issued before either epilogue (MMA of one half
-    # under the other's epilogue): B64 64K next_n=4 486 -> 472 µs int8, 642 -> 594 fp8; prefill
-    # 3884 -> 3511 int8, 5013 -> 4633 fp8 (H200, session 6)
+    # four or more stacked tokens as two halves, both dots issued before either epilogue (MMA of
+    # one half under the other's epilogue): B64 64K next_n=4 486 -> 472 µs int8, 642 -> 594 fp8;
+    # prefill 3884 -> 3511 int8, 5013 -> 4633 fp8. Not at two tokens (one token's dot per
+    # half): B64 64K next_n=2 313 -> 349 µs int8 (H200, session 6)
     split_dot: bool = False
 
 
