@@ -217,17 +217,14 @@ def sweep(bw, only=""):
     import dataclasses
     from custom_ops.backends.cuda import configs
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
-    # (earlier sweeps of tiles, programs, stacking, register caps, split dots: NOTES.md)
+    # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
     logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    # phase 2's scan: longer steps, more segment programs, more warps per segment program; the
-    # threshold and merge kernels on 4 warps (more of them per SM at 256 rows)
-    long_steps, more_segments = dict(block_n=2048), dict(programs=16 * 132)
-    wide_segments, narrow = dict(segment_warps=8), dict(num_warps=4)
+    # the threshold kernel on 16 warps (fewer samples per thread; 1, 2 and 4 warps measured
+    # slower in session 6: the chain is the per-thread work, not the barriers)
+    tw16 = dict(threshold_warps=16)
     # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
-    topk = {(1, 1): [sort], (8, 1): [sort],
-            (64, 1): [sort, long_steps, more_segments, wide_segments],
-            (64, 4): [buckets, long_steps, more_segments, wide_segments, narrow]}
+    topk = {(1, 1): [tw16], (8, 1): [tw16], (64, 1): [tw16], (64, 4): [tw16]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

@@ -297,7 +297,8 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 @pytest.mark.parametrize("ties", [False, True], ids=["random", "ties"])
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
-    """The top-k's tuning options (bits of the bisected threshold and bits per bisection step,
+    """The top-k's tuning options (bits of the bisected threshold, bits per bisection step and
+    warps of the threshold kernel,
     programmatic dependent launches, the ordering: buckets (coarse or fine groups; a 1-bit
     threshold sends rows to the exact fallback) or torch.sort) change how the candidates are
     found and ordered, never the result."""
@@ -314,7 +315,8 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, True, dict(buckets=16, bucket_block=64, bucket_block_j=16)),
             (32, 2, False, dict(buckets=2, bucket_block=128, bucket_block_j=8)),
             (1, 1, False, dict(buckets=4096, bucket_block=16, candidate_block=64)),
-            (1, 1, False, sort)):
+            (20, 1, False, dict(threshold_warps=1)), (20, 2, False, dict(threshold_warps=2)),
+            (20, 1, False, dict(sort, threshold_warps=4)), (1, 1, False, sort)):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, **order))
         poison()

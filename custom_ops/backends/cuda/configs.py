@@ -46,7 +46,7 @@ class LogitsConfig:
 class TopkConfig:
     samples: int  # NS: scores sampled per row to pick the compaction threshold (at least)
     block_n: int  # elements per scan step
-    num_warps: int
+    num_warps: int  # warps of the merge kernel
     programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
     min_segment: int  # keys per segment program at least
     threshold_bits: int = 20  # top bits of the threshold found by bisection
@@ -55,6 +55,9 @@ class TopkConfig:
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
     segment_warps: int = 4  # warps of the segment (compaction) kernel
+    # warps of the threshold kernel (one program per row, NS samples in registers, a serial
+    # chain of block reductions: fewer warps, shorter reductions), at least NS / 4096
+    threshold_warps: int = 8
     # ordering of the candidates: up to this many rows by buckets (grouped by score range into
     # `buckets` groups, each ordered by comparing keys: latency-bound launches that beat
     # torch.sort's one block per row at 1..64 rows), beyond it by torch.sort (its block radix

@@ -162,10 +162,11 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
     # bucket counters and cursors (the sort order reads none: thr stands in for the pointer)
     bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
+    ns = configs.threshold_samples(cap, tc)
     _indexer_threshold_kernel[(rows,)](
         logits, cap, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
-        NS=configs.threshold_samples(cap, tc), BITS=tc.threshold_bits, STEP=tc.threshold_step,
-        NB=nb, BLOCK_B=block_b, num_warps=tc.num_warps, **dep, **common)
+        NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
+        num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
     g = segments(rows, cap, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)

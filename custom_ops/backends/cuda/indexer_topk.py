@@ -179,17 +179,19 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
     stride = tl.cdiv(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
-    # unsigned order as int64 in [0, 2^32): bisect from the most significant bit down
-    u = _mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)).to(tl.int64) + 2147483648
-    u = tl.where(sm, u, -1)
-    best = tl.zeros([], dtype=tl.int64)
+    # unsigned order as uint32 (4 bytes a sample: few warps can hold the whole sample);
+    # bisect from the most significant bit down; an unsampled slot is 0, below every pivot
+    u = (_mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)) ^ INT32_MIN).to(
+        tl.uint32, bitcast=True)
+    u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
+    best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
         need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
         if STEP == 2:
             for bit in tl.static_range(31, 31 - BITS, -2):
-                c1 = best + (1 << (bit - 1))
-                c2 = best + (2 << (bit - 1))
-                c3 = best + (3 << (bit - 1))
+                c1 = best + tl.full([], 1 << (bit - 1), tl.uint32)
+                c2 = best + tl.full([], 2 << (bit - 1), tl.uint32)
+                c3 = best + tl.full([], 3 << (bit - 1), tl.uint32)
                 packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
                           + ((u >= c3).to(tl.int64) << 42))
                 counts = tl.sum(packed, 0)
@@ -198,12 +200,15 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
                                          tl.where((counts & 2097151) >= need, c1, best)))
         else:
             for bit in tl.static_range(31, 31 - BITS, -1):
-                cand = best + (1 << bit)
+                cand = best + tl.full([], 1 << bit, tl.uint32)
                 if tl.sum((u >= cand).to(tl.int32), 0) >= need:
                     best = cand
-    t0 = tl.where(n > K, best - 2147483648, INT32_MIN).to(tl.int32)
-    lo = (tl.min(tl.where(sm, u, 4294967295), 0) - 2147483648).to(tl.int32)
-    return t0, tl.where(n > K, t0, lo), (tl.max(u, 0) - 2147483648).to(tl.int32)
+    sign = tl.full([], 2147483648, tl.uint32)
+    t0 = tl.where(n > K, (best ^ sign).to(tl.int32, bitcast=True), INT32_MIN)
+    lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
+    top = tl.max(u, 0)
+    return (t0, tl.where(n > K, t0, (lo ^ sign).to(tl.int32, bitcast=True)),
+            (top ^ sign).to(tl.int32, bitcast=True))
 
 
 @triton.jit
