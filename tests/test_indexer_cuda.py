@@ -297,11 +297,10 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 @pytest.mark.parametrize("ties", [False, True], ids=["random", "ties"])
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
-    """The top-k's tuning options (bits of the bisected threshold, bits per bisection step and
-    warps of the threshold kernel,
-    programmatic dependent launches, the ordering: buckets (coarse or fine groups; a 1-bit
-    threshold sends rows to the exact fallback) or torch.sort) change how the candidates are
-    found and ordered, never the result."""
+    """The top-k's tuning options (bits of the bisected threshold, bits per bisection step,
+    warps of the threshold kernel, programmatic dependent launches, the ordering: buckets
+    (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback) or torch.sort)
+    change how the candidates are found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     k_lens = [20000, 9000, 5000, 3000, 100, 0][:len(q_lens)]

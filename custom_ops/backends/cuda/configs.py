@@ -55,8 +55,9 @@ class TopkConfig:
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
     segment_warps: int = 4  # warps of the segment (compaction) kernel
-    # warps of the threshold kernel (one program per row, NS samples in registers, a serial
-    # chain of block reductions: fewer warps, shorter reductions), at least NS / 4096
+    # warps of the threshold kernel (one program per row, its NS samples in registers, a serial
+    # chain of block reductions), at least NS / 4096: 8 measured best (1 and 2 slower, 4 and 16
+    # equal on the H200; NOTES)
     threshold_warps: int = 8
     # ordering of the candidates: up to this many rows by buckets (grouped by score range into
     # `buckets` groups, each ordered by comparing keys: latency-bound launches that beat
