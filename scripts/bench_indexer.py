@@ -220,11 +220,10 @@ def sweep(bw, only=""):
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
     logits = {}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
-    # the threshold kernel on 16 warps (fewer samples per thread; 1, 2 and 4 warps measured
-    # slower in session 6: the chain is the per-thread work, not the barriers)
-    tw16 = dict(threshold_warps=16)
+    # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
+    # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
     # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
-    topk = {(1, 1): [tw16], (8, 1): [tw16], (64, 1): [tw16], (64, 4): [tw16]}
+    topk = {(1, 1): [sort], (8, 1): [sort], (64, 1): [sort], (64, 4): [buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
