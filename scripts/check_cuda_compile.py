@@ -30,7 +30,7 @@ from triton.runtime.jit import mangle_type
 
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
 from custom_ops.testing import make_indexer_inputs
-from cuda_indexer_call import call
+from cuda_indexer_call import add_topk_options, call, with_topk_options
 
 FP8 = torch.float8_e4m3fn
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl", "maxnreg")
@@ -96,19 +96,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
     ap.add_argument("--pdl", action="store_true", help="phase 2 as programmatic dependents")
-    ap.add_argument("--threshold-step", type=int)
-    ap.add_argument("--block-n", type=int)
-    ap.add_argument("--samples", type=int)
+    add_topk_options(ap, "threshold_step", "block_n", "samples")
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
-    if opts.threshold_step:
-        tc = dataclasses.replace(tc, threshold_step=opts.threshold_step)
-    if opts.block_n:
-        tc = dataclasses.replace(tc, block_n=opts.block_n)
-    if opts.samples:
-        tc = dataclasses.replace(tc, samples=opts.samples, max_samples=max(opts.samples,
-                                                                          tc.max_samples))
-    configs.TOPK = tc
+    configs.TOPK = with_topk_options(tc, opts)
     if opts.tma:
         for key, lc in list(configs.LOGITS.items()):
             configs.LOGITS[key] = dataclasses.replace(lc, tma=True)

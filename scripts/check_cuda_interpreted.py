@@ -22,7 +22,7 @@ import torch  # noqa: E402
 
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer  # noqa: E402
 from custom_ops.testing import assert_indexer_close, make_indexer_inputs  # noqa: E402
-from cuda_indexer_call import call  # noqa: E402
+from cuda_indexer_call import add_topk_options, call, with_topk_options  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
 CASES = [
@@ -44,33 +44,15 @@ CASES = [
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
-    ap.add_argument("--buckets", type=int, help="buckets of the bucket ordering")
-    ap.add_argument("--bucket-max-rows", type=int,
-                    help="rows up to which top-k is ordered by buckets (else torch.sort)")
-    ap.add_argument("--min-segment", type=int, help="keys per phase-2 segment at least")
+    add_topk_options(ap, "buckets", "bucket_max_rows", "min_segment")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")
     ap.add_argument("--scale-pairs", action="store_true", help="2-byte key scales read as int32 pairs")
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
-    ap.add_argument("--threshold-step", type=int, help="threshold bits per bisection step (1, 2)")
-    ap.add_argument("--samples", type=int, help="threshold samples per row (at least)")
-    ap.add_argument("--threshold-bits", type=int, help="bits of the top-k threshold bisected")
+    add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
-    tc = configs.TOPK
-    if opts.buckets is not None:
-        tc = dataclasses.replace(tc, buckets=opts.buckets)
-    if opts.bucket_max_rows is not None:
-        tc = dataclasses.replace(tc, bucket_max_rows=opts.bucket_max_rows)
-    if opts.min_segment is not None:
-        tc = dataclasses.replace(tc, min_segment=opts.min_segment)
-    if opts.threshold_step is not None:
-        tc = dataclasses.replace(tc, threshold_step=opts.threshold_step)
-    if opts.samples is not None:
-        tc = dataclasses.replace(tc, samples=opts.samples, max_samples=max(opts.samples, tc.max_samples))
-    if opts.threshold_bits is not None:
-        tc = dataclasses.replace(tc, threshold_bits=opts.threshold_bits)
-    configs.TOPK = tc
+    configs.TOPK = with_topk_options(configs.TOPK, opts)
     for key, lc in list(configs.LOGITS.items()):
         if opts.block_k is not None:
             lc = dataclasses.replace(lc, block_k=opts.block_k)
