@@ -218,16 +218,19 @@ def sweep(bw, only=""):
     from custom_ops.backends.cuda import configs
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
-    logits = {}
+    # (session 7: the one-token path's pipeline depth and TMA, now that ncu shows fp8's waiting
+    # on its tiles with half of int8's programs per SM)
+    st = [dict(num_stages=6), dict(num_stages=7), dict(num_stages=8),
+          dict(programs_per_worker=3), dict(programs_per_worker=5)]
+    logits = {(64, 1): st, (8, 1): st[:2], (64, 4): st[:2]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
     # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
-    topk = {(1, 1): [sort], (8, 1): [sort], (64, 1): [sort], (64, 4): [buckets]}
+    topk = {}  # (1, 1), (8, 1), (64, 1): [sort]; (64, 4): [buckets]
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
-    cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
-             (8, 65536, 1, "BSND")]
+    cases = [(64, 65536, 1, "BSND"), (8, 65536, 1, "BSND"), (64, 65536, 4, "BSND")]
 
     def line(tag, label, sets, reps):
         try:

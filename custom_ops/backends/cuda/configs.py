@@ -40,6 +40,12 @@ class LogitsConfig:
     # prefill 3884 -> 3511 int8, 5013 -> 4633 fp8. Not at two tokens (one token's dot per
     # half): B64 64K next_n=2 313 -> 349 µs int8 (H200, session 6)
     split_dot: bool = False
+    # each tile's epilogue (with split_dot, its second half's) deferred past the next tile's
+    # (first) dot, so an epilogue runs under a dot in flight. Pays where the MMA is long (fp8 as
+    # fp16 runs at half the int8 rate): B64 64K next_n=4 fp8 600 -> 550 µs, next_n=2 367 -> 340,
+    # prefill 4096@32K 4826 -> 4443; int8 within noise at next_n 2 and 4, prefill 3461 -> 3676;
+    # one-token path slower (64 -> 126 registers int8: B64 209 -> 250 µs) (H200, session 7)
+    rotate_epilogue: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +97,15 @@ LOGITS = {
                                       tma=True, split_dot=True),
     ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                       tma=True, max_stack=4, split_dot=True),
-    ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=3),
+    # fp8 one-token: 116 registers leave 4 programs per SM, whose 3-stage pipelines left the
+    # tiles' loads exposed (ncu: 31 % of stall samples on the tile wait, DRAM 47 %); 5 stages of
+    # TMA copies: B64 64K 274 -> 221 µs, B8 59.5 -> 53.2 (H200, session 7)
+    ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=5,
+                                    tma=True),
     ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
-                                     tma=True, split_dot=True),
+                                     tma=True, split_dot=True, rotate_epilogue=True),
     ("fp8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
-                                     tma=True, max_stack=4, split_dot=True),
+                                     tma=True, max_stack=4, split_dot=True, rotate_epilogue=True),
 }
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,

@@ -136,15 +136,9 @@ def _dot(k, q):
 
 
 @triton.jit
-def _relu_dot(k, q):
-    """ReLU(k · qᵀ) as float32."""
-    return tl.maximum(_dot(k, q).to(tl.float32), 0.0)
-
-
-@triton.jit
-def _score(k, ks, q, a):
-    """kscale · Σ_g a[g] · ReLU(k · q[g]) for each key row of the tile: [BLOCK_K] float32."""
-    score = tl.sum(_relu_dot(k, q) * a[None, :], axis=1) * ks
+def _head_sum(x, ks, a):
+    """kscale · Σ_g a[g] · ReLU(x[:, g]) for the dots x [BLOCK_K, H] of one token: [BLOCK_K]."""
+    score = tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks
     return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
 
 
@@ -157,10 +151,19 @@ def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr):
 
 
 @triton.jit
-def _score_stacked(k, ks, q, a, NQ: tl.constexpr, H: tl.constexpr):
-    """Scores of NQ query tokens stacked as one [NQ·H, D] operand: one dot per key tile
-    ([BLOCK_K, NQ·H]), then the head sum per token: [BLOCK_K, NQ] float32."""
-    return _head_sums(_dot(k, q), ks, a, NQ, H)
+def _last_tile(j0, j1, BLOCK_K: tl.constexpr):
+    """First key of the last tile of [j0, j1); j0 - BLOCK_K (nothing) when the range is empty."""
+    return j0 + (tl.maximum(tl.cdiv(j1 - j0, BLOCK_K), 0) - 1) * BLOCK_K
+
+
+@triton.jit
+def _store_tokens(out_ptr, stride_out, rows, vis, lo, t, x, ks, a, NQ: tl.constexpr,
+                  H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Store the scores of the tile of keys [t, t + BLOCK_K) (dots x, scales ks) for the NQ
+    stacked tokens `rows`, each up to its visible length `vis`, keys below `lo` left out."""
+    j = t + tl.arange(0, BLOCK_K)
+    tl.store(out_ptr + rows[None, :] * stride_out + j[:, None], _head_sums(x, ks, a, NQ, H),
+             mask=(j[:, None] >= lo) & (j[:, None] < vis[None, :]))
 
 
 @triton.jit
@@ -195,7 +198,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                     stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-                    SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
                     NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
@@ -203,7 +206,9 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
 
     SPLIT: the tokens as two stacked halves, both halves' dots issued before either epilogue,
     so the second half's MMA can run while the first half's epilogue is computed (one dot of
-    NQ·H columns leaves the tensor cores idle during the whole epilogue)."""
+    NQ·H columns leaves the tensor cores idle during the whole epilogue). ROTATE: the epilogue
+    of the tile's dots (with SPLIT, of its second half's) is deferred to the next tile, after
+    that tile's (first) dot is issued, so every epilogue has a dot in flight under it."""
     first = (row0 + g).to(tl.int64)  # a live token's row: what dead tokens' queries read
     if SPLIT:
         NH: tl.constexpr = NQ // 2
@@ -211,25 +216,47 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         live1, rows1, vis1 = _tokens(row0, g + NH, s_hi, s1, s2, j1, CMP, CAUSAL, NH)
         q0, qa0 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows0, live0, first, FP8_AS_F16, NH, H, D)
         q1, qa1 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows1, live1, first, FP8_AS_F16, NH, H, D)
+        # x1, ks1: with ROTATE, the previous tile's (t - BLOCK_K) second-half dots and scales
+        # (before the first tile: zeros for keys below j0, never stored). The loop must not
+        # carry t itself: Triton does not pipeline a loop that yields its induction variable
+        x1 = tl.zeros([BLOCK_K, NH * H], tl.int32 if q1.dtype == tl.int8 else tl.float32)
+        ks1 = tl.zeros([BLOCK_K], tl.float32)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-            j = t + tl.arange(0, BLOCK_K)
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
             x0 = _dot(k, q0)
+            if ROTATE:
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, qa1, NH,
+                              H, BLOCK_K)
             x1 = _dot(k, q1)
-            tl.store(out_ptr + rows0[None, :] * stride_out + j[:, None],
-                     _head_sums(x0, ks, qa0, NH, H), mask=j[:, None] < vis0[None, :])
-            tl.store(out_ptr + rows1[None, :] * stride_out + j[:, None],
-                     _head_sums(x1, ks, qa1, NH, H), mask=j[:, None] < vis1[None, :])
+            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, qa0, NH, H, BLOCK_K)
+            if not ROTATE:
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, qa1, NH, H,
+                              BLOCK_K)
+            ks1 = ks
+        if ROTATE:
+            _store_tokens(out_ptr, stride_out, rows1, vis1, j0, _last_tile(j0, j1, BLOCK_K), x1,
+                          ks1, qa1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
         q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
+        # ROTATE: the previous tile's dots, as above
+        xp = tl.zeros([BLOCK_K, NQ * H], tl.int32 if q.dtype == tl.int8 else tl.float32)
+        ksp = tl.zeros([BLOCK_K], tl.float32)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-            j = t + tl.arange(0, BLOCK_K)
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-            tl.store(out_ptr + rows[None, :] * stride_out + j[:, None],
-                     _score_stacked(k, ks, q, qa, NQ, H), mask=j[:, None] < vis[None, :])
+            x = _dot(k, q)
+            if ROTATE:
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, qa, NQ, H,
+                              BLOCK_K)
+            else:
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, qa, NQ, H, BLOCK_K)
+            xp = x
+            ksp = ks
+        if ROTATE:
+            _store_tokens(out_ptr, stride_out, rows, vis, j0, _last_tile(j0, j1, BLOCK_K), xp, ksp,
+                          qa, NQ, H, BLOCK_K)
 
 
 @triton.jit
@@ -245,8 +272,8 @@ def _indexer_logits_kernel(
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
-        KS_PAIRS: tl.constexpr, SPLIT: tl.constexpr, NUM_STAGES: tl.constexpr,
-        BLOCK_K: tl.constexpr, P: tl.constexpr,
+        KS_PAIRS: tl.constexpr, SPLIT: tl.constexpr, ROTATE: tl.constexpr,
+        NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
         PDL: tl.constexpr):
@@ -297,20 +324,36 @@ def _indexer_logits_kernel(
                     # one query token per unit (decode, next_n = 1): the query is loaded once
                     row = (row0 + s_lo).to(tl.int64)
                     q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
+                    # ROTATE: each tile's epilogue runs under the next tile's dot (xp, ksp: the
+                    # previous tile's dots and scales, as in _stacked_tokens)
+                    xp = tl.zeros([BLOCK_K, H], tl.int32 if q.dtype == tl.int8 else tl.float32)
+                    ksp = tl.zeros([BLOCK_K], tl.float32)
                     for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
-                        j = t + offs_k
                         k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1,
                                            NUM_BLOCKS, PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
                                            BLOCK_K, D)
-                        tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
-                                 mask=j < j1)
+                        x = _dot(k, q)
+                        if ROTATE:
+                            j = t - BLOCK_K + offs_k
+                            tl.store(out_ptr + row * stride_out + j, _head_sum(xp, ksp, qa),
+                                     mask=(j >= j0) & (j < j1))
+                        else:
+                            j = t + offs_k
+                            tl.store(out_ptr + row * stride_out + j, _head_sum(x, ks, qa),
+                                     mask=j < j1)
+                        xp = x
+                        ksp = ks
+                    if ROTATE:
+                        j = _last_tile(j0, j1, BLOCK_K) + offs_k
+                        tl.store(out_ptr + row * stride_out + j, _head_sum(xp, ksp, qa),
+                                 mask=(j >= j0) & (j < j1))
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
                                     NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, SPLIT, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -320,7 +363,7 @@ def _indexer_logits_kernel(
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
-                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT,
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
                                         NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
@@ -333,7 +376,7 @@ def _indexer_logits_kernel(
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j, _score(k, ks, q, qa),
+                                tl.store(out_ptr + row * stride_out + j, _head_sum(_dot(k, q), ks, qa),
                                          mask=j < vis)
             i += run
             kb = 0
