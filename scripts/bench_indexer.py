@@ -218,19 +218,19 @@ def sweep(bw, only=""):
     from custom_ops.backends.cuda import configs
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
-    # (session 7: the one-token path's pipeline depth and TMA, now that ncu shows fp8's waiting
-    # on its tiles with half of int8's programs per SM)
-    st = [dict(num_stages=6), dict(num_stages=7), dict(num_stages=8),
-          dict(programs_per_worker=3), dict(programs_per_worker=5)]
-    logits = {(64, 1): st, (8, 1): st[:2], (64, 4): st[:2]}
+    # (session 7: the rotated epilogue, and the one-token path's pipeline depth and TMA, each
+    # against the configuration it replaced)
+    logits = {(64, 1): [dict(tma=False, num_stages=3)], (64, 4): [dict(rotate_epilogue=False)],
+              (1, 4096): [dict(rotate_epilogue=False)]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
     # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
-    topk = {}  # (1, 1), (8, 1), (64, 1): [sort]; (64, 4): [buckets]
+    topk = {(1, 1): [sort], (8, 1): [sort], (64, 1): [sort], (64, 4): [buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
-    cases = [(64, 65536, 1, "BSND"), (8, 65536, 1, "BSND"), (64, 65536, 4, "BSND")]
+    cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
+             (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
 
     def line(tag, label, sets, reps):
         try:
@@ -359,6 +359,20 @@ def main():
                          1, ctx, n, "TND", bw, writer, results, reps=5)
             f.flush()
     plot(results, bw, os.path.join(opts.out, "bench_indexer.png"))
+    kernel_resources()
+
+
+def kernel_resources():
+    """Registers and spills of every kernel variant the JIT built in this run, as ptxas reported
+    them when it was loaded (an offline compile can specialise differently: NOTES.md)."""
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    print("kernels built in this run (registers, spilled registers, shared bytes, warps):")
+    for name in sorted(n for n in dir(cuda_indexer) if n.startswith("_indexer_")):
+        fn = getattr(cuda_indexer, name)
+        for caches in getattr(fn, "device_caches", {}).values():
+            for kernel in caches[0].values():
+                print(f"    {name:<28} regs {kernel.n_regs:3d}  spills {kernel.n_spills:4d}  "
+                      f"shared {kernel.metadata.shared:6d}  warps {kernel.metadata.num_warps}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,11 @@ How: the indexer runs on small CPU inputs with every Triton launch replaced by a
 host code, its checks, chunking and config choices run for real; no kernel runs); each recorded
 launch is then compiled with triton.compile for an sm_90 target from the same argument types,
 compile-time constants and launch options. Exit status 1 if any variant spills.
+
+The JIT on a GPU may specialise a launch differently from these small inputs, so a kernel at the
+register limit can spill there and not here (session 7: the fp8 stacked and prefill kernels,
+255 registers, spilled 22 and 30 on the H200 and none offline); `bench_indexer.py` ends with the
+registers and spills of the kernels the JIT really built.
 """
 from __future__ import annotations
 
