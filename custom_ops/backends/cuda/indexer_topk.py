@@ -278,9 +278,9 @@ def _indexer_threshold_kernel(
             shift += ((span >> s) >= NB).to(tl.int32)
         tl.store(thr_ptr + 4 * r + THR_BASE, base)
         tl.store(thr_ptr + 4 * r + THR_SHIFT, shift)
-        offs = tl.arange(0, NB)
-        tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + offs, tl.zeros([NB], tl.int32))
-        tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + NB + offs, tl.zeros([NB], tl.int32))
+        # the row's counts and cursors are one contiguous run of 2·NB
+        tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + tl.arange(0, 2 * NB),
+                 tl.zeros([2 * NB], tl.int32))
 
 
 @triton.jit
