@@ -1,6 +1,6 @@
 """Compile the CUDA backend's Triton kernels for sm_90 without a GPU, exactly as this checkout's
 configuration launches them, and print one aligned line per kernel variant: registers per
-thread, spilled (local) bytes and shared memory. Compile errors in the paths only a GPU runs
+thread, spill bytes (the stack frame) and shared memory. Compile errors in the paths only a GPU runs
 (TMA descriptors, programmatic dependent launch) and register spills show up before a device
 is lent; the numbers also give each variant's occupancy.
 
@@ -13,10 +13,9 @@ host code, its checks, chunking and config choices run for real; no kernel runs)
 launch is then compiled with triton.compile for an sm_90 target from the same argument types,
 compile-time constants and launch options. Exit status 1 if any variant spills.
 
-The JIT on a GPU may specialise a launch differently from these small inputs, so a kernel at the
-register limit can spill there and not here (session 7: the fp8 stacked and prefill kernels,
-255 registers, spilled 22 and 30 on the H200 and none offline); `bench_indexer.py` ends with the
-registers and spills of the kernels the JIT really built.
+Spills live in the stack frame (cuobjdump's STACK; LOCAL stays 0): the frame size is what the
+driver reports as local memory per thread and Triton divides by 4 into `n_spills`.
+`bench_indexer.py` ends with the registers and spills of the kernels the JIT built on the GPU.
 """
 from __future__ import annotations
 
@@ -77,7 +76,7 @@ def compile_launch(fn, args, kwargs):
 
 
 def resources(kernel) -> dict:
-    """Registers and local (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
+    """Registers and stack (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
     tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
@@ -125,11 +124,11 @@ def main():
             continue
         seen.add(key)
         res = resources(compile_launch(fn, args, kwargs))
-        spills += int(res["LOCAL"]) > 0
+        spills += int(res["STACK"]) > 0
         warps = kwargs.get("num_warps", 4)
         per_sm = min(65536 // (int(res["REG"]) * 32 * warps),
                      233472 // max(int(res["SHARED"]), 1), 64 // warps)
-        print(f"{fn.__name__:<28} regs {res['REG']:>3}  local {res['LOCAL']:>5}  "
+        print(f"{fn.__name__:<28} regs {res['REG']:>3}  stack {res['STACK']:>5}  "
               f"shared {res['SHARED']:>6}  programs/SM {per_sm:>2}  {variant(fn, kwargs)}",
               flush=True)
     print(f"{len(seen)} variants compiled for sm_90, {spills} spilling")
