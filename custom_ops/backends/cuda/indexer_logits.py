@@ -177,6 +177,16 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 
 
 @triton.jit
+def _head_weights(w_ptr, qs_ptr, rows, live, first, NQ: tl.constexpr, H: tl.constexpr):
+    """weights·qscale [NQ·H] of the stacked tokens `rows` (0 for tokens not `live`)."""
+    qrow = tl.where(live, rows, first)
+    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
+    return tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
+                    0.0)
+
+
+@triton.jit
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
                    NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
@@ -185,9 +195,7 @@ def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.const
     qrow = tl.where(live, rows, first)
     qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
-    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
-    qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
-                  0.0)
+    qa = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
     if FP8_AS_F16:
         q = q.to(tl.float16)
     return q, qa
@@ -198,8 +206,9 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                     stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-                    SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
-                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
+                    SPLIT: tl.constexpr, ROTATE: tl.constexpr, RELOAD_QA: tl.constexpr,
+                    NUM_STAGES: tl.constexpr, NQ: tl.constexpr, BLOCK_K: tl.constexpr,
+                    H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
     all of them, and each token's scores are stored up to its own visible length.
@@ -224,17 +233,25 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
+            if RELOAD_QA:  # 64 fewer live registers; the loads hit L1 or shared memory
+                a0 = _head_weights(w_ptr, qs_ptr, rows0, live0, first, NH, H)
+                a1 = _head_weights(w_ptr, qs_ptr, rows1, live1, first, NH, H)
+            else:
+                a0 = qa0
+                a1 = qa1
             x0 = _dot(k, q0)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, qa1, NH,
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, a1, NH,
                               H, BLOCK_K)
             x1 = _dot(k, q1)
-            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, qa0, NH, H, BLOCK_K)
+            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, a0, NH, H, BLOCK_K)
             if not ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, qa1, NH, H,
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, a1, NH, H,
                               BLOCK_K)
             ks1 = ks
         if ROTATE:
+            if RELOAD_QA:
+                qa1 = _head_weights(w_ptr, qs_ptr, rows1, live1, first, NH, H)
             _store_tokens(out_ptr, stride_out, rows1, vis1, j0, _last_tile(j0, j1, BLOCK_K), x1,
                           ks1, qa1, NH, H, BLOCK_K)
     else:
@@ -273,7 +290,8 @@ def _indexer_logits_kernel(
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
         KS_PAIRS: tl.constexpr, SPLIT: tl.constexpr, ROTATE: tl.constexpr,
-        NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
+        RELOAD_QA: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr,
+        P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
         PDL: tl.constexpr):
@@ -353,7 +371,8 @@ def _indexer_logits_kernel(
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
                                     NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    KS_PAIRS, SPLIT, ROTATE, RELOAD_QA, NUM_STAGES, NQ,
+                                    BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -364,7 +383,7 @@ def _indexer_logits_kernel(
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
                                         FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
-                                        NUM_STAGES, NQ, BLOCK_K, H, D)
+                                        RELOAD_QA, NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
@@ -376,8 +395,8 @@ def _indexer_logits_kernel(
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j, _head_sum(_dot(k, q), ks, qa),
-                                         mask=j < vis)
+                                tl.store(out_ptr + row * stride_out + j,
+                                         _head_sum(_dot(k, q), ks, qa), mask=j < vis)
             i += run
             kb = 0
             qb += 1
