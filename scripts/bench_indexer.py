@@ -369,16 +369,26 @@ def main():
 
 
 def kernel_resources():
-    """Registers and spills of every kernel variant the JIT built in this run, as ptxas reported
-    them when it was loaded (an offline compile can specialise differently: NOTES.md)."""
-    from custom_ops.backends.cuda import indexer as cuda_indexer
+    """Registers and spills of every kernel variant the JIT built and loaded in this run, as the
+    driver reported them (Triton's n_spills: the stack frame, where ptxas puts spills, / 4)."""
+    from custom_ops.backends.cuda import indexer as cuda_indexer, indexer_metadata
+    kernels = {n: getattr(cuda_indexer, n) for n in dir(cuda_indexer) if n.startswith("_indexer_")}
+    kernels["_indexer_metadata_kernel"] = indexer_metadata._indexer_metadata_kernel
+    keep = ("MODE", "NQ", "FP8_AS_F16", "TMA", "NUM_STAGES", "SPLIT", "ROTATE", "RELOAD_QA",
+            "NS", "NB", "PDL")
     print("kernels built in this run (registers, spilled registers, shared bytes, warps):")
-    for name in sorted(n for n in dir(cuda_indexer) if n.startswith("_indexer_")):
-        fn = getattr(cuda_indexer, name)
+    for name, fn in sorted(kernels.items()):
         for caches in getattr(fn, "device_caches", {}).values():
             for kernel in caches[0].values():
+                if getattr(kernel, "n_regs", None) is None:  # compiled, never loaded
+                    continue
+                consts = getattr(getattr(kernel, "src", None), "constants", {})
+                consts = {fn.arg_names[k[0]]: v for k, v in consts.items()
+                          if isinstance(k, tuple) and len(k) == 1}
+                tag = " ".join(f"{k}={consts[k]}" for k in keep if k in consts)
                 print(f"    {name:<28} regs {kernel.n_regs:3d}  spills {kernel.n_spills:4d}  "
-                      f"shared {kernel.metadata.shared:6d}  warps {kernel.metadata.num_warps}")
+                      f"shared {kernel.metadata.shared:6d}  warps {kernel.metadata.num_warps}  "
+                      f"{tag}")
 
 
 if __name__ == "__main__":

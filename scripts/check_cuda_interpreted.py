@@ -51,7 +51,7 @@ def main():
     ap.add_argument("--scale-pairs", action="store_true", help="2-byte key scales read as int32 pairs")
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--rotate", action="store_true",
-                    help="the split dots' second epilogue deferred to the next tile")
+                    help="every path's epilogue deferred to the next tile (rotate_epilogue)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
