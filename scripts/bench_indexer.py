@@ -228,7 +228,9 @@ def sweep(bw, only=""):
     rl3 = dict(rl, max_registers=168, programs_per_worker=3)
     logits = {(64, 1): [dict(tma=False, num_stages=3)],
               (64, 4): [dict(rotate_epilogue=False), rl, rl3],
-              (1, 4096): [dict(rotate_epilogue=False), rl, rl3]}
+              (1, 4096): [dict(rotate_epilogue=False), rl, rl3],
+              # int8 next_n=2 (no split: 142 registers) fits 3 programs per SM but runs 2
+              (64, 2): [dict(programs_per_worker=3)]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
@@ -237,7 +239,7 @@ def sweep(bw, only=""):
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),
-             (8, 65536, 1, "BSND"), (1, 32768, 4096, "TND")]
+             (8, 65536, 1, "BSND"), (64, 65536, 2, "BSND"), (1, 32768, 4096, "TND")]
 
     def line(tag, label, sets, reps):
         try:
