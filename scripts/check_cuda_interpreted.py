@@ -3,7 +3,7 @@ each result with the golden (SPEC §1.5): a way to develop and check the kernels
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"   # the 3.6 interpreter needs numpy < 2.4
     PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--bucket-max-rows N]
-        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [CASE ...]
+        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [--reload-head-weights] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
 and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
@@ -52,6 +52,8 @@ def main():
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--rotate", action="store_true",
                     help="every path's epilogue deferred to the next tile (rotate_epilogue)")
+    ap.add_argument("--reload-head-weights", action="store_true",
+                    help="split dots' head weights loaded for every tile (reload_head_weights)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -62,7 +64,9 @@ def main():
             lc = dataclasses.replace(lc, max_stack=opts.stack)
         configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
                                                   scale_pairs=opts.scale_pairs or lc.scale_pairs,
-                                                  rotate_epilogue=opts.rotate or lc.rotate_epilogue)
+                                                  rotate_epilogue=opts.rotate or lc.rotate_epilogue,
+                                                  reload_head_weights=(opts.reload_head_weights
+                                                                       or lc.reload_head_weights))
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):
