@@ -229,8 +229,9 @@ def sweep(bw, only=""):
     logits = {(64, 1): [dict(tma=False, num_stages=3)],
               (64, 4): [dict(rotate_epilogue=False), rl, rl3],
               (1, 4096): [dict(rotate_epilogue=False), rl, rl3],
-              # int8 next_n=2 (no split: 142 registers) fits 3 programs per SM but runs 2
-              (64, 2): [dict(programs_per_worker=3)]}
+              # int8 next_n=2 (no split: 142 registers) fits 3 programs per SM but runs 2; with
+              # its head weights reloaded, 121 registers: 4 per SM
+              (64, 2): [dict(programs_per_worker=3), dict(rl, programs_per_worker=4)]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;

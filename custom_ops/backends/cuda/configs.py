@@ -46,8 +46,8 @@ class LogitsConfig:
     # prefill 4096@32K 4826 -> 4443; int8 within noise at next_n 2 and 4, prefill 3461 -> 3676;
     # one-token path slower (64 -> 126 registers int8: B64 209 -> 250 µs) (H200, session 7)
     rotate_epilogue: bool = False
-    # with split_dot: both halves' head weights (weights·qscale, 64 registers a thread) loaded
-    # again for every tile instead of held for the whole loop
+    # stacked tokens' head weights (weights·qscale: NQ·H / 4 registers a thread) loaded again
+    # for every tile instead of held for the whole loop
     reload_head_weights: bool = False
 
 

@@ -263,15 +263,21 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
+            if RELOAD_QA:  # as in the split loop
+                a = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
+            else:
+                a = qa
             x = _dot(k, q)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, qa, NQ, H,
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, a, NQ, H,
                               BLOCK_K)
             else:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, qa, NQ, H, BLOCK_K)
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, a, NQ, H, BLOCK_K)
             xp = x
             ksp = ks
         if ROTATE:
+            if RELOAD_QA:
+                qa = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
             _store_tokens(out_ptr, stride_out, rows, vis, j0, _last_tile(j0, j1, BLOCK_K), xp, ksp,
                           qa, NQ, H, BLOCK_K)
 
