@@ -217,7 +217,9 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
     so the second half's MMA can run while the first half's epilogue is computed (one dot of
     NQ·H columns leaves the tensor cores idle during the whole epilogue). ROTATE: the epilogue
     of the tile's dots (with SPLIT, of its second half's) is deferred to the next tile, after
-    that tile's (first) dot is issued, so every epilogue has a dot in flight under it."""
+    that tile's (first) dot is issued, so every epilogue has a dot in flight under it.
+    RELOAD_QA: the head weights are loaded again for every tile (and for the deferred last
+    epilogue) rather than held in registers across the loop."""
     first = (row0 + g).to(tl.int64)  # a live token's row: what dead tokens' queries read
     if SPLIT:
         NH: tl.constexpr = NQ // 2
