@@ -221,9 +221,8 @@ def sweep(bw, only=""):
     # (session 7: the rotated epilogue, and the one-token path's pipeline depth and TMA, each
     # against the configuration it replaced)
     # reload_head_weights is not measured yet (no device time was left in session 7): offline,
-    # int8 stacked 242 -> 195 registers (168 with a cap: 3 programs per SM, 40 B of spills),
-    # fp8 stacked and prefill without their 88 / 136 B of spills
-    # (168 registers: no spill inside the key loop offline, 40 B of stack outside it)
+    # int8 stacked 242 -> 195 registers (168 with a cap: 3 programs per SM, 40 B of stack, none
+    # used inside the key loop), fp8 stacked and prefill without their 88 / 136 B of spills
     rl = dict(reload_head_weights=True)
     rl3 = dict(rl, max_registers=168, programs_per_worker=3)
     logits = {(64, 1): [dict(tma=False, num_stages=3)],

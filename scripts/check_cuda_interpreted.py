@@ -53,7 +53,7 @@ def main():
     ap.add_argument("--rotate", action="store_true",
                     help="every path's epilogue deferred to the next tile (rotate_epilogue)")
     ap.add_argument("--reload-head-weights", action="store_true",
-                    help="split dots' head weights loaded for every tile (reload_head_weights)")
+                    help="stacked tokens' head weights loaded for every tile (reload_head_weights)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -62,11 +62,10 @@ def main():
             lc = dataclasses.replace(lc, block_k=opts.block_k)
         if opts.stack is not None:
             lc = dataclasses.replace(lc, max_stack=opts.stack)
-        configs.LOGITS[key] = dataclasses.replace(lc, tma=opts.tma or lc.tma,
-                                                  scale_pairs=opts.scale_pairs or lc.scale_pairs,
-                                                  rotate_epilogue=opts.rotate or lc.rotate_epilogue,
-                                                  reload_head_weights=(opts.reload_head_weights
-                                                                       or lc.reload_head_weights))
+        flags = dict(tma=opts.tma, scale_pairs=opts.scale_pairs, rotate_epilogue=opts.rotate,
+                     reload_head_weights=opts.reload_head_weights)  # on where given, else as set
+        configs.LOGITS[key] = dataclasses.replace(
+            lc, **{name: on or getattr(lc, name) for name, on in flags.items()})
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     for i, case in enumerate(CASES):

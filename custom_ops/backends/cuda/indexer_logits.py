@@ -177,13 +177,31 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 
 
 @triton.jit
+def _stacked_heads(rows, live, first, NQ: tl.constexpr, H: tl.constexpr):
+    """(token, head) rows [NQ·H] of the stacked tokens `rows`; tokens not `live` use row `first`
+    (a live one: in bounds, finite)."""
+    qrow = tl.where(live, rows, first)
+    return (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+
+
+@triton.jit
 def _head_weights(w_ptr, qs_ptr, rows, live, first, NQ: tl.constexpr, H: tl.constexpr):
     """weights·qscale [NQ·H] of the stacked tokens `rows` (0 for tokens not `live`)."""
-    qrow = tl.where(live, rows, first)
-    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+    qh = _stacked_heads(rows, live, first, NQ, H)
     qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
     return tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
                     0.0)
+
+
+@triton.jit
+def _tile_weights(w_ptr, qs_ptr, rows, live, first, held, RELOAD: tl.constexpr,
+                  NQ: tl.constexpr, H: tl.constexpr):
+    """The head weights for one tile's epilogue: `held` (loaded before the key loop) or, with
+    RELOAD, loaded again here so that the loop does not keep them live in registers."""
+    a = held
+    if RELOAD:
+        a = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
+    return a
 
 
 @triton.jit
@@ -192,8 +210,7 @@ def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.const
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
     weights·qscale [NQ·H]. Tokens not `live` read row `first` (a live one: in bounds, finite)
     and get zero head weights; their scores are never stored."""
-    qrow = tl.where(live, rows, first)
-    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
+    qh = _stacked_heads(rows, live, first, NQ, H)
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
     qa = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
     if FP8_AS_F16:
@@ -235,12 +252,8 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-            if RELOAD_QA:  # 64 fewer live registers; the loads hit L1 or shared memory
-                a0 = _head_weights(w_ptr, qs_ptr, rows0, live0, first, NH, H)
-                a1 = _head_weights(w_ptr, qs_ptr, rows1, live1, first, NH, H)
-            else:
-                a0 = qa0
-                a1 = qa1
+            a0 = _tile_weights(w_ptr, qs_ptr, rows0, live0, first, qa0, RELOAD_QA, NH, H)
+            a1 = _tile_weights(w_ptr, qs_ptr, rows1, live1, first, qa1, RELOAD_QA, NH, H)
             x0 = _dot(k, q0)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, a1, NH,
@@ -252,10 +265,9 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                               BLOCK_K)
             ks1 = ks
         if ROTATE:
-            if RELOAD_QA:
-                qa1 = _head_weights(w_ptr, qs_ptr, rows1, live1, first, NH, H)
+            a1 = _tile_weights(w_ptr, qs_ptr, rows1, live1, first, qa1, RELOAD_QA, NH, H)
             _store_tokens(out_ptr, stride_out, rows1, vis1, j0, _last_tile(j0, j1, BLOCK_K), x1,
-                          ks1, qa1, NH, H, BLOCK_K)
+                          ks1, a1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
         q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
@@ -265,10 +277,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-            if RELOAD_QA:  # as in the split loop
-                a = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
-            else:
-                a = qa
+            a = _tile_weights(w_ptr, qs_ptr, rows, live, first, qa, RELOAD_QA, NQ, H)
             x = _dot(k, q)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, a, NQ, H,
@@ -278,10 +287,9 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
             xp = x
             ksp = ks
         if ROTATE:
-            if RELOAD_QA:
-                qa = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
+            a = _tile_weights(w_ptr, qs_ptr, rows, live, first, qa, RELOAD_QA, NQ, H)
             _store_tokens(out_ptr, stride_out, rows, vis, j0, _last_tile(j0, j1, BLOCK_K), xp, ksp,
-                          qa, NQ, H, BLOCK_K)
+                          a, NQ, H, BLOCK_K)
 
 
 @triton.jit
