@@ -219,18 +219,12 @@ def sweep(bw, only=""):
     # phase-1 changes, each applied to every path's default configuration of the case's dtype
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
     # (session 7: the rotated epilogue, and the one-token path's pipeline depth and TMA, each
-    # against the configuration it replaced)
-    # reload_head_weights is not measured yet (no device time was left in session 7): offline,
-    # int8 stacked 242 -> 195 registers (168 with a cap: 3 programs per SM, 40 B of stack, none
-    # used inside the key loop), fp8 stacked and prefill without their 88 / 136 B of spills
-    rl = dict(reload_head_weights=True)
-    rl3 = dict(rl, max_registers=168, programs_per_worker=3)
+    # against the configuration it replaced; session 8: the per-tile reload of the head weights,
+    # slower everywhere, and 3 programs for two int8 tokens, kept)
     logits = {(64, 1): [dict(tma=False, num_stages=3)],
-              (64, 4): [dict(rotate_epilogue=False), rl, rl3],
-              (1, 4096): [dict(rotate_epilogue=False), rl, rl3],
-              # int8 next_n=2 (no split: 142 registers) fits 3 programs per SM but runs 2; with
-              # its head weights reloaded, 121 registers: 4 per SM
-              (64, 2): [dict(programs_per_worker=3), dict(rl, programs_per_worker=4)]}
+              (64, 4): [dict(rotate_epilogue=False)],
+              (1, 4096): [dict(rotate_epilogue=False)],
+              (64, 2): [dict(programs_per_worker=2)]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
@@ -377,8 +371,8 @@ def kernel_resources():
     from custom_ops.backends.cuda import indexer as cuda_indexer, indexer_metadata
     kernels = {n: getattr(cuda_indexer, n) for n in dir(cuda_indexer) if n.startswith("_indexer_")}
     kernels["_indexer_metadata_kernel"] = indexer_metadata._indexer_metadata_kernel
-    keep = ("MODE", "NQ", "FP8_AS_F16", "TMA", "NUM_STAGES", "SPLIT", "ROTATE", "RELOAD_QA",
-            "NS", "NB", "PDL")
+    keep = ("MODE", "NQ", "FP8_AS_F16", "TMA", "NUM_STAGES", "SPLIT", "ROTATE", "NS", "NB",
+            "PDL")
     print("kernels built in this run (registers, spilled registers, shared bytes, warps):")
     for name, fn in sorted(kernels.items()):
         for caches in getattr(fn, "device_caches", {}).values():

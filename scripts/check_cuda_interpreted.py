@@ -3,7 +3,7 @@ each result with the golden (SPEC §1.5): a way to develop and check the kernels
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"   # the 3.6 interpreter needs numpy < 2.4
     PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--bucket-max-rows N]
-        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [--reload-head-weights] [CASE ...]
+        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
 and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
@@ -52,8 +52,6 @@ def main():
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--rotate", action="store_true",
                     help="every path's epilogue deferred to the next tile (rotate_epilogue)")
-    ap.add_argument("--reload-head-weights", action="store_true",
-                    help="stacked tokens' head weights loaded for every tile (reload_head_weights)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -62,8 +60,8 @@ def main():
             lc = dataclasses.replace(lc, block_k=opts.block_k)
         if opts.stack is not None:
             lc = dataclasses.replace(lc, max_stack=opts.stack)
-        flags = dict(tma=opts.tma, scale_pairs=opts.scale_pairs, rotate_epilogue=opts.rotate,
-                     reload_head_weights=opts.reload_head_weights)  # on where given, else as set
+        flags = dict(tma=opts.tma, scale_pairs=opts.scale_pairs,
+                     rotate_epilogue=opts.rotate)  # on where given, else as set
         configs.LOGITS[key] = dataclasses.replace(
             lc, **{name: on or getattr(lc, name) for name, on in flags.items()})
     if opts.workspace is not None:

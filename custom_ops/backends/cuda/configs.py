@@ -46,9 +46,6 @@ class LogitsConfig:
     # prefill 4096@32K 4826 -> 4443; int8 within noise at next_n 2 and 4, prefill 3461 -> 3676;
     # one-token path slower (64 -> 126 registers int8: B64 209 -> 250 µs) (H200, session 7)
     rotate_epilogue: bool = False
-    # stacked tokens' head weights (weights·qscale: NQ·H / 4 registers a thread) loaded again
-    # for every tile instead of held for the whole loop
-    reload_head_weights: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,9 +90,15 @@ class TopkConfig:
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
-# "stacked" (decode, next_n <= max_stack), "prefill" (a query block: tokens in groups of max_stack)
+# "pair" (decode, two tokens stacked), "stacked" (decode, three to max_stack tokens stacked),
+# "prefill" (a query block: tokens in groups of max_stack)
 LOGITS = {
     ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3),
+    # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
+    # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
+    # session 8)
+    ("int8", "pair"): LogitsConfig(block_k=64, programs_per_worker=3, num_warps=4, num_stages=5,
+                                   tma=True),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                       tma=True, split_dot=True),
     ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
@@ -110,6 +113,7 @@ LOGITS = {
     ("fp8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                      tma=True, max_stack=4, split_dot=True, rotate_epilogue=True),
 }
+LOGITS[("fp8", "pair")] = LOGITS[("fp8", "stacked")]
 
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
                   min_segment=2048)
@@ -168,11 +172,14 @@ def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:
 
 def logits_path(is_int8: bool, unit_tokens: int) -> tuple[str, LogitsConfig]:
     """Phase-1 path and its configuration for a call whose work units hold up to `unit_tokens`
-    query tokens: "single" (one), "stacked" (decode, up to the stacked config's max_stack),
-    "prefill" (query blocks in groups of tokens: prefill, and decode beyond max_stack)."""
+    query tokens: "single" (one), "pair" (two), "stacked" (decode, up to the stacked config's
+    max_stack), "prefill" (query blocks in groups of tokens: prefill, and decode beyond
+    max_stack). "pair" and "stacked" are the same kernel path with their own launch configs."""
     dtype = "int8" if is_int8 else "fp8"
     if unit_tokens <= 1:
         path = "single"
+    elif unit_tokens == 2 and LOGITS[(dtype, "stacked")].max_stack >= 2:
+        path = "pair"
     elif unit_tokens <= min(DECODE_MAX_Q, LOGITS[(dtype, "stacked")].max_stack):
         path = "stacked"
     else:

@@ -101,7 +101,7 @@ def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     path, lc = configs.logits_path(is_int8, unit_tokens)
     if path == "single":
         return unit_tokens, 1, 1, lc
-    if path == "stacked":
+    if path in ("pair", "stacked"):
         return unit_tokens, 2, triton.next_power_of_2(unit_tokens), lc
     return unit_tokens, (3 if lc.max_stack > 1 else 0), lc.max_stack, lc
 
@@ -145,7 +145,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=lc.split_dot and nq >= 4,
-        ROTATE=lc.rotate_epilogue, RELOAD_QA=lc.reload_head_weights,
+        ROTATE=lc.rotate_epilogue,
         NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
         P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
         FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,

@@ -177,42 +177,17 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 
 
 @triton.jit
-def _stacked_heads(rows, live, first, NQ: tl.constexpr, H: tl.constexpr):
-    """(token, head) rows [NQ·H] of the stacked tokens `rows`; tokens not `live` use row `first`
-    (a live one: in bounds, finite)."""
-    qrow = tl.where(live, rows, first)
-    return (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
-
-
-@triton.jit
-def _head_weights(w_ptr, qs_ptr, rows, live, first, NQ: tl.constexpr, H: tl.constexpr):
-    """weights·qscale [NQ·H] of the stacked tokens `rows` (0 for tokens not `live`)."""
-    qh = _stacked_heads(rows, live, first, NQ, H)
-    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
-    return tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
-                    0.0)
-
-
-@triton.jit
-def _tile_weights(w_ptr, qs_ptr, rows, live, first, held, RELOAD: tl.constexpr,
-                  NQ: tl.constexpr, H: tl.constexpr):
-    """The head weights for one tile's epilogue: `held` (loaded before the key loop) or, with
-    RELOAD, loaded again here so that the loop does not keep them live in registers."""
-    a = held
-    if RELOAD:
-        a = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
-    return a
-
-
-@triton.jit
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
                    NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
     weights·qscale [NQ·H]. Tokens not `live` read row `first` (a live one: in bounds, finite)
     and get zero head weights; their scores are never stored."""
-    qh = _stacked_heads(rows, live, first, NQ, H)
+    qrow = tl.where(live, rows, first)
+    qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
-    qa = _head_weights(w_ptr, qs_ptr, rows, live, first, NQ, H)
+    qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
+    qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
+                  0.0)
     if FP8_AS_F16:
         q = q.to(tl.float16)
     return q, qa
@@ -223,9 +198,8 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                     stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
-                    SPLIT: tl.constexpr, ROTATE: tl.constexpr, RELOAD_QA: tl.constexpr,
-                    NUM_STAGES: tl.constexpr, NQ: tl.constexpr, BLOCK_K: tl.constexpr,
-                    H: tl.constexpr, D: tl.constexpr):
+                    SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
+                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
     all of them, and each token's scores are stored up to its own visible length.
@@ -234,9 +208,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
     so the second half's MMA can run while the first half's epilogue is computed (one dot of
     NQ·H columns leaves the tensor cores idle during the whole epilogue). ROTATE: the epilogue
     of the tile's dots (with SPLIT, of its second half's) is deferred to the next tile, after
-    that tile's (first) dot is issued, so every epilogue has a dot in flight under it.
-    RELOAD_QA: the head weights are loaded again for every tile (and for the deferred last
-    epilogue) rather than held in registers across the loop."""
+    that tile's (first) dot is issued, so every epilogue has a dot in flight under it."""
     first = (row0 + g).to(tl.int64)  # a live token's row: what dead tokens' queries read
     if SPLIT:
         NH: tl.constexpr = NQ // 2
@@ -252,22 +224,19 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-            a0 = _tile_weights(w_ptr, qs_ptr, rows0, live0, first, qa0, RELOAD_QA, NH, H)
-            a1 = _tile_weights(w_ptr, qs_ptr, rows1, live1, first, qa1, RELOAD_QA, NH, H)
             x0 = _dot(k, q0)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, a1, NH,
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, qa1, NH,
                               H, BLOCK_K)
             x1 = _dot(k, q1)
-            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, a0, NH, H, BLOCK_K)
+            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, qa0, NH, H, BLOCK_K)
             if not ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, a1, NH, H,
+                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, qa1, NH, H,
                               BLOCK_K)
             ks1 = ks
         if ROTATE:
-            a1 = _tile_weights(w_ptr, qs_ptr, rows1, live1, first, qa1, RELOAD_QA, NH, H)
             _store_tokens(out_ptr, stride_out, rows1, vis1, j0, _last_tile(j0, j1, BLOCK_K), x1,
-                          ks1, a1, NH, H, BLOCK_K)
+                          ks1, qa1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
         q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
@@ -277,19 +246,17 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
-            a = _tile_weights(w_ptr, qs_ptr, rows, live, first, qa, RELOAD_QA, NQ, H)
             x = _dot(k, q)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, a, NQ, H,
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, qa, NQ, H,
                               BLOCK_K)
             else:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, a, NQ, H, BLOCK_K)
+                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, qa, NQ, H, BLOCK_K)
             xp = x
             ksp = ks
         if ROTATE:
-            a = _tile_weights(w_ptr, qs_ptr, rows, live, first, qa, RELOAD_QA, NQ, H)
             _store_tokens(out_ptr, stride_out, rows, vis, j0, _last_tile(j0, j1, BLOCK_K), xp, ksp,
-                          a, NQ, H, BLOCK_K)
+                          qa, NQ, H, BLOCK_K)
 
 
 @triton.jit
@@ -306,8 +273,7 @@ def _indexer_logits_kernel(
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
         KS_PAIRS: tl.constexpr, SPLIT: tl.constexpr, ROTATE: tl.constexpr,
-        RELOAD_QA: tl.constexpr, NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr,
-        P: tl.constexpr,
+        NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
         PDL: tl.constexpr):
@@ -387,8 +353,7 @@ def _indexer_logits_kernel(
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
                                     NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, SPLIT, ROTATE, RELOAD_QA, NUM_STAGES, NQ,
-                                    BLOCK_K, H, D)
+                                    KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ, BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -399,7 +364,7 @@ def _indexer_logits_kernel(
                                         stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
                                         s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
                                         FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
-                                        RELOAD_QA, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                        NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
