@@ -3,12 +3,13 @@ each result with the golden (SPEC §1.5): a way to develop and check the kernels
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"   # the 3.6 interpreter needs numpy < 2.4
     PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--bucket-max-rows N]
-        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [CASE ...]
+        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [--wide-table] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
 and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
 bucket order unless `--bucket-max-rows 0` forces the sort; `--threshold-bits 1` sends most rows
-to the exact fallback.
+to the exact fallback; `--wide-table` gives every block table 50 unused columns and sizes the
+logits rows by the lengths (configs.SIZE_BY_LENGTHS_BYTES), as a large eager call does.
 Slow (about 45 s for all); the interpreter accepts a few things the compiler rejects, so a GPU
 run stays the proof.
 """
@@ -52,6 +53,8 @@ def main():
     ap.add_argument("--stack", type=int, help="tokens stacked per dot on every path (1: per token)")
     ap.add_argument("--rotate", action="store_true",
                     help="every path's epilogue deferred to the next tile (rotate_epilogue)")
+    ap.add_argument("--wide-table", action="store_true",
+                    help="block tables 50 columns wider than the lengths need; rows sized by length")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -66,10 +69,15 @@ def main():
             lc, **{name: on or getattr(lc, name) for name, on in flags.items()})
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
+    if opts.wide_table:
+        configs.SIZE_BY_LENGTHS_BYTES = -1
     for i, case in enumerate(CASES):
         if opts.cases and i not in opts.cases:
             continue
         args, kwargs = make_indexer_inputs(**case, return_value=True, seed=i)
+        if opts.wide_table:  # block ids past the cache: never read
+            bt = kwargs["block_table"]
+            kwargs["block_table"] = torch.cat([bt, bt.new_full((bt.shape[0], 50), 1 << 30)], 1)
         out = call(args, kwargs, workers=6)
         assert_indexer_close(*out, args, kwargs, exact=case.get("ties", False))
         print(f"case {i} ok: {case}", flush=True)

@@ -72,3 +72,14 @@ def test_threshold_samples_keep_the_stride():
     tc = configs.TOPK
     assert [configs.threshold_samples(c, tc) for c in (100, 65536, 65537, 131072, 1 << 20)] == [
         4096, 4096, 8192, 8192, 8192]
+
+
+@pytest.mark.parametrize("cap", [64, 512, 5000, 1 << 20])
+@pytest.mark.parametrize("longest", [-3, 0, 1, 511, 512, 513, 4999, 5000, 1 << 21])
+def test_row_width_holds_the_longest_row_within_the_table(cap, longest):
+    """An eager call's logits rows (SPEC §1.6): wide enough for the longest row the table can
+    hold, never wider than the table, in whole K_BLOCKs unless the table itself is narrower."""
+    w = configs.row_width(cap, longest)
+    assert min(max(longest, 0), cap) <= w <= cap
+    assert w == cap or w % configs.K_BLOCK == 0
+    assert w < cap + configs.K_BLOCK and w < max(longest, 0) + configs.K_BLOCK + 1

@@ -62,6 +62,37 @@ def test_chunked_workspace_equals_whole(monkeypatch, layout):
     assert_indexer_close(*chunked, args, kwargs)
 
 
+@pytest.mark.parametrize("layout,q_lens,cmp", [("TND", [300, 212], 1), ("BSND", [4, 2], 4)])
+def test_eager_workspace_follows_the_lengths_not_the_table(monkeypatch, layout, q_lens, cmp):
+    """SPEC §1.6: a block table sized for an 8M-key context and short lengths. The eager call sizes
+    its logits rows by the longest row (peak memory within scratch_bytes at that width, under a
+    quarter of the logits at the table's width) and gives the same bits as rows at the table's
+    capacity."""
+    from custom_ops.backends.cuda import configs
+    args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[12000, 5000], layout=layout,
+                                       cmp_ratio=cmp, return_value=True, device="cuda", seed=9)
+    bt, k = kwargs["block_table"], kwargs["sparse_count"]
+    cap = 1 << 23
+    kwargs["block_table"] = torch.cat(
+        [bt, bt.new_full((bt.shape[0], cap // args[1].shape[1] - bt.shape[1]), 1 << 30)], 1)
+    rows = sum(q_lens) if layout == "TND" else len(q_lens) * max(q_lens)
+    assert rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES
+    bound = configs.scratch_bytes(rows, configs.row_width(cap, 12000 // cmp), k) + (2 << 20)
+    assert bound < rows * cap * 4 // 4
+    poison()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    narrow = op(*args, **kwargs)
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before <= bound
+    assert_indexer_close(*narrow, args, kwargs)
+    monkeypatch.setattr(configs, "SIZE_BY_LENGTHS_BYTES", 1 << 62)  # rows at the capacity
+    poison()
+    wide = op(*args, **kwargs)
+    assert torch.equal(narrow[0], wide[0]) and torch.equal(narrow[1], wide[1])
+
+
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 @pytest.mark.parametrize("q_lens,k_lens,cmp", [([1] * 7, [70000, 3, 0, 4096, 65, 12000, 900], 1),
                                                ([40, 0, 17], [5000, 100, 64000], 4),

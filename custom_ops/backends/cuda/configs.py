@@ -21,6 +21,12 @@ K_BLOCK = 512  # keys per work unit: a multiple of every BLOCK_K below
 # it ran 5411 µs fp8 in 2 chunks against 8109 µs in 5 (small chunks leave SMs idle at each tail).
 WORKSPACE_BYTES = 5 << 28  # 1.25 GiB
 
+# SPEC §1.6 (no memory proportional to max_model_len when the lengths are short): an eager call
+# whose logits rows, at the block table's capacity, would take more than this reads the longest
+# key length back (one host sync) and sizes the rows by it. Smaller workspaces skip the sync;
+# a CUDA graph keeps the capacity (a replay may bring any length the table holds).
+SIZE_BY_LENGTHS_BYTES = 64 << 20
+
 
 @dataclasses.dataclass(frozen=True)
 class LogitsConfig:
@@ -122,6 +128,12 @@ TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
 def candidate_slots(k: int) -> int:
     """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256)."""
     return 2 * max(256, 1 << (k - 1).bit_length())
+
+
+def row_width(cap: int, longest: int) -> int:
+    """Logits row width for rows of at most `longest` compressed keys in a block table of `cap`:
+    rounded up to K_BLOCK (few distinct widths), never above cap."""
+    return min(cap, max(K_BLOCK, -(-longest // K_BLOCK) * K_BLOCK))
 
 
 def threshold_samples(cap: int, tc: TopkConfig) -> int:

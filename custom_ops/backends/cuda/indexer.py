@@ -2,10 +2,13 @@
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
-workspace is rows × (block table capacity) fp32 plus phase 2's candidate arrays, at most
-WORKSPACE_BYTES per launch (configs.scratch_bytes counts it all): longer
-problems run in chunks of batches (BSND) or query tokens (TND), each a standalone sub-problem with
-its own schedule (SPEC §1.6). Nothing syncs with the host in graph capture or on the hot path.
+workspace is rows × width fp32 plus phase 2's candidate arrays, at most WORKSPACE_BYTES per
+launch (configs.scratch_bytes counts it all): longer problems run in chunks of batches (BSND) or
+query tokens (TND), each a standalone sub-problem with its own schedule (SPEC §1.6). The width
+is the block table's capacity in a CUDA graph or under torch.compile (a replay may bring any
+length the table holds) and for small workspaces; an eager call whose rows at that capacity
+would exceed configs.SIZE_BY_LENGTHS_BYTES reads the longest key length back (one host sync)
+and sizes the rows by it. Nothing syncs with the host in graph capture or on the hot path.
 
 Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
@@ -75,7 +78,8 @@ def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: i
 
 
 def _in_graph_or_compile() -> bool:
-    return torch.cuda.is_current_stream_capturing() or torch.compiler.is_compiling()
+    capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    return capturing or torch.compiler.is_compiling()
 
 
 def _tma_ok(key) -> bool:
@@ -115,10 +119,11 @@ def _pdl_ok(dev: torch.device) -> bool:
 
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
-         p: _checks.IndexerProblem, rows: int, s1: int, leading_zero: bool, workers: int):
-    """Both phases for one (sub-)problem whose `rows` output rows fit the workspace."""
+         p: _checks.IndexerProblem, rows: int, s1: int, leading_zero: bool, workers: int,
+         width: int):
+    """Both phases for one (sub-)problem whose `rows` output rows of `width` logits (at least
+    the longest row's keys) fit the workspace."""
     is_int8 = query.dtype == torch.int8
-    cap = p.max_blocks_per_seq * p.block_size
     tc = topk_config()
     dev = query.device
     pdl = tc.pdl and _pdl_ok(dev)
@@ -127,7 +132,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     fp8_as_f16 = lc.fp8_as_f16 and not is_int8
     if fp8_as_f16 and unit_tokens > DECODE_MAX_Q:
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
-    logits = torch.empty((rows, cap), dtype=torch.float32, device=dev)
+    logits = torch.empty((rows, width), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
@@ -141,8 +146,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                                 block_shape=[1, lc.block_k, key.shape[3]])
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
-        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, cap,
-        p.batch, s1, rows, p.num_blocks, p.max_blocks_per_seq, p.cmp_ratio, PAGE=p.block_size,
+        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, width,
+        p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=lc.split_dot and nq >= 4,
         ROTATE=lc.rotate_epilogue,
@@ -163,15 +168,15 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
     # bucket counters and cursors (the sort order reads none: thr stands in for the pointer)
     bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
-    ns = configs.threshold_samples(cap, tc)
+    ns = configs.threshold_samples(width, tc)
     _indexer_threshold_kernel[(rows,)](
-        logits, cap, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, cap, k, p.cmp_ratio,
+        logits, width, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k, p.cmp_ratio,
         NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
         num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
-    g = segments(rows, cap, tc)
+    g = segments(rows, width, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
-    _indexer_segments_kernel[(rows, g)](logits, cap, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
+    _indexer_segments_kernel[(rows, g)](logits, width, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
                                         BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
                                         num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
@@ -180,7 +185,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         group = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = torch.empty(rows, dtype=torch.int32, device=dev)
         _indexer_place_kernel[(rows, g)](
-            logits, cap, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
+            logits, width, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
             BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
         _indexer_rank_kernel[(rows, cand_cap // tc.bucket_block)](
@@ -191,7 +196,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     total = torch.empty(rows, dtype=torch.int32, device=dev)
     _indexer_merge_kernel[(rows, g)](
-        logits, cap, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
+        logits, width, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
         BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
     # sorted in place: torch.sort copies its input into the values output unless they are one
     # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
@@ -219,7 +224,7 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
 
 def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
                  p: _checks.IndexerProblem, leading_zero: bool, rows_per_chunk: int,
-                 workers: int):
+                 workers: int, width: int):
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
     sub-problem with its own lengths (computed on the device) and schedule."""
     rows = p.max_s1
@@ -232,7 +237,7 @@ def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx
         meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
         _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
              block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
-             p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers)
+             p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width)
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
@@ -270,18 +275,21 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
-    rows_per_chunk = configs.rows_per_chunk(cap, k, WORKSPACE_BYTES)
+    width = cap  # keys per logits row
+    if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES and not _in_graph_or_compile():
+        width = configs.row_width(cap, int(ask.max()) // p.cmp_ratio)  # one host sync
+    rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
                    sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     if rows <= rows_per_chunk:
         meta = metadata if metadata is not None else indexer_metadata(
             asq, ask, max_seqlen_q=s1, **lengths)
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
-             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers)
+             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width)
     elif tnd:
         _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                      val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
-                     workers=workers)
+                     workers=workers, width=width)
     elif rows_per_chunk >= s1:  # whole sequences per chunk
         per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
@@ -294,7 +302,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
             _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
                  block_table[b0:b1], meta, idx_out[r0:r1],
                  val_out[r0:r1] if p.return_value else val_out,
-                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers)
+                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width)
     else:
         # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
         # over its rows (rows past its length are TND's padding: -1), cut into token windows
@@ -306,5 +314,6 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
             _run_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, asq_b,
                          ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
                          val_out[r0:r1] if p.return_value else val_out, p=one,
-                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers)
+                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers,
+                         width=width)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

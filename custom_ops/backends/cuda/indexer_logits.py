@@ -267,8 +267,8 @@ def _indexer_logits_kernel(
         bt_ptr, stride_bt,  # block table [B, MB] int32
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
-        out_ptr, stride_out,  # logits fp32 [R, CAP]
-        B, S1, T, NUM_BLOCKS, MAX_BLOCKS, CMP,
+        out_ptr, stride_out,  # logits fp32 [R, >= KEYS_MAX]
+        B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,  # KEYS_MAX: keys a logits row holds
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
         MODE: tl.constexpr, NQ: tl.constexpr, CONTIG: tl.constexpr, TMA: tl.constexpr,
@@ -295,7 +295,6 @@ def _indexer_logits_kernel(
         qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
         kb = tl.maximum(tl.load(rec + 2), 0)
         count = tl.load(rec + 3)
-        cap = MAX_BLOCKS * PAGE
         offs_k = tl.arange(0, BLOCK_K)
         # this program's contiguous share [lo, hi) of the worker's units: within one row they
         # are consecutive key blocks, so the key loop below is long and software-pipelined
@@ -311,7 +310,7 @@ def _indexer_logits_kernel(
             else:
                 s_lo = 0
                 s_hi = s1
-            keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), cap)
+            keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), KEYS_MAX)
             units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
             run = tl.maximum(units - kb, 0)  # this row's units, from position i of the range
             a = tl.maximum(i, lo)
