@@ -269,6 +269,23 @@ def sweep(bw, only=""):
             configs.TOPK = base_topk
             del sets
             torch.cuda.empty_cache()
+    # small k at long rows: with only 2·k candidate slots (min_slots 512) the sampled threshold's
+    # count missed [k, CAP] for 8.6 % (k 256) and 1.2 % (k 512) of simulated 64K-key rows, each a
+    # row for the exact fallback
+    shape = (64, 65536, 1)
+    for kk in (256, 512):
+        tag = f"B64-64K-n1-int8-k{kk}"
+        if only not in "sweep " + tag:
+            continue
+        a, kw = make_case(*shape, "int8")
+        kw["sparse_count"] = kk
+        sets = [(a, with_metadata(a, kw, 1))]
+        line(tag, "default", sets, 10)
+        configs.TOPK = dataclasses.replace(base_topk, min_slots=512)
+        line(tag, "topk {'min_slots': 512}", sets, 10)
+        configs.TOPK = base_topk
+        del sets
+        torch.cuda.empty_cache()
 
 
 def profile():

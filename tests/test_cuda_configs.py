@@ -58,7 +58,11 @@ def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
 
 
 def test_candidate_slots_and_segments():
-    assert [configs.candidate_slots(k) for k in (1, 256, 257, 2048)] == [512, 512, 1024, 4096]
+    assert [configs.candidate_slots(k) for k in (1, 256, 257, 2048)] == [4096] * 4
+    import dataclasses
+    small = dataclasses.replace(configs.TOPK, min_slots=512)
+    assert [configs.candidate_slots(k, small) for k in (1, 256, 257, 2048)] == [512, 512, 1024,
+                                                                               4096]
     tc = configs.TOPK
     for rows in (1, 8, 64, 256, 4096):
         g = configs.segments(rows, 65536, tc)
@@ -83,3 +87,20 @@ def test_row_width_holds_the_longest_row_within_the_table(cap, longest):
     assert min(max(longest, 0), cap) <= w <= cap
     assert w == cap or w % configs.K_BLOCK == 0
     assert w < cap + configs.K_BLOCK and w < max(longest, 0) + configs.K_BLOCK + 1
+
+
+@pytest.mark.parametrize("k", [1, 64, 255, 256, 300, 512, 1024, 2048])
+def test_threshold_target_leaves_room_on_both_sides(k):
+    """The sampled threshold aims at sqrt(k·CAP) candidates: at 64K keys (16 keys a sample) at
+    least 4 standard deviations of its relative noise (1/sqrt(samples above it)) from both k and
+    CAP, so a row almost never takes the exact fallback."""
+    import math
+    cap = configs.candidate_slots(k)
+    t = configs.target_candidates(k, cap)
+    assert k <= t <= cap
+    above = t / 16
+    if above >= 16:  # a few samples only for the smallest k: a wide [k, CAP] covers them
+        sd = 1 / math.sqrt(above)
+        assert math.log(t / k) >= 4 * sd and math.log(cap / t) >= 4 * sd
+    else:
+        assert cap / t >= 32 and t / max(k, 1) >= 8

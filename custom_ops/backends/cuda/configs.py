@@ -6,6 +6,7 @@ Keyed by shape class; measured on an H200 with scripts/bench_indexer.py (see NOT
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ... import metadata as md
 
@@ -82,10 +83,16 @@ class TopkConfig:
     bucket_block_j: int = 32  # candidates compared per step there
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
     place_warps: int = 4
+    # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
+    # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
+    # row's sample holds too few scores above the threshold for small k: simulated (i.i.d.
+    # scores, 64K keys, stride 16) 20 % of rows missed at k=64, 8.6 % at 256, 1.2 % at 512 and
+    # took the exact fallback; with 4096 slots none in 1000 trials for any k <= 2048 (NOTES)
+    min_slots: int = 4096
 
     def __post_init__(self):
         # the rank grid is CAP / bucket_block programs and CAP >= 512 (candidate_slots)
-        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block"):
+        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block", "min_slots"):
             v = getattr(self, name)
             if v < 1 or v & (v - 1):
                 raise ValueError(f"TopkConfig.{name}={v}: must be a power of two")
@@ -125,9 +132,17 @@ TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
                   min_segment=2048)
 
 
-def candidate_slots(k: int) -> int:
-    """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256)."""
-    return 2 * max(256, 1 << (k - 1).bit_length())
+def candidate_slots(k: int, tc: TopkConfig | None = None) -> int:
+    """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256), at least
+    tc.min_slots."""
+    tc = tc or TOPK
+    return max(tc.min_slots, 2 * max(256, 1 << (k - 1).bit_length()))
+
+
+def target_candidates(k: int, cap: int) -> int:
+    """Candidates the sampled threshold aims at: the geometric middle of [k, CAP], so that the
+    sample's noise (relative, ~1/sqrt(samples above the threshold)) misses either end alike."""
+    return math.isqrt(k * cap)
 
 
 def row_width(cap: int, longest: int) -> int:
@@ -138,10 +153,11 @@ def row_width(cap: int, longest: int) -> int:
 
 def threshold_samples(cap: int, tc: TopkConfig) -> int:
     """NS for rows of up to `cap` keys: a power of two from tc.samples to tc.max_samples, so that
-    every sample_stride-th score is sampled. The threshold is the score reached by 1.5·k/stride
-    samples; with fewer of them its count misses [k, CAP] more often and the row takes the exact
-    fallback (~500 µs on the H200). Simulated (i.i.d. scores, k 2048, CAP 4096; NOTES): stride 32
-    (128K keys, 4096 samples) misses 0.08 % of rows, stride 16 none in 4000 trials."""
+    every sample_stride-th score is sampled. The threshold is the score reached by
+    target_candidates/stride samples; with fewer of them its count misses [k, CAP] more often and
+    the row takes the exact fallback (~500 µs on the H200). Simulated (i.i.d. scores, k 2048,
+    CAP 4096, a 1.5·k target; NOTES): stride 32 (128K keys, 4096 samples) misses 0.08 % of rows,
+    stride 16 none in 4000 trials."""
     want = 1 << max(0, (-(-cap // tc.sample_stride) - 1).bit_length())
     return max(tc.samples, min(tc.max_samples, want))
 
@@ -160,7 +176,7 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     (mono, index) arrays and the sort's outputs, int32 values and int64 positions) and small
     per-row counters."""
     tc = tc or TOPK
-    slots = candidate_slots(k)
+    slots = candidate_slots(k, tc)
     order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
     # threshold record (4 int32), total, and each row's share of the segment counts (rows·G <=
     # programs + rows: the programs' share is in the fixed term below)

@@ -161,7 +161,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     dep = dict(PDL=pdl, launch_pdl=pdl)
 
     k = p.sparse_count
-    cand_cap = candidate_slots(k)  # few sizes: few compiled variants
+    cand_cap = candidate_slots(k, tc)  # few sizes: few compiled variants
     k_pad = cand_cap // 2
     block_b = triton.next_power_of_2(max(p.batch, 1))
     nb = tc.buckets if rows <= tc.bucket_max_rows else 0
@@ -170,7 +170,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
     ns = configs.threshold_samples(width, tc)
     _indexer_threshold_kernel[(rows,)](
-        logits, width, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k, p.cmp_ratio,
+        logits, width, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k,
+        configs.target_candidates(k, cand_cap), p.cmp_ratio,
         NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
         num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
     g = segments(rows, width, tc)

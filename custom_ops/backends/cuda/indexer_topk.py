@@ -6,7 +6,7 @@ the int64 key (mono << 32) | (2^32-1 - index) orders exactly so; no atomic decid
 lands in the output.
 
 1. Threshold (grid rows): t0 from a strided sample of NS scores (bisection on its bits: about
-   1.5·k scores reach it). Segments (grid rows × G): each program compacts the keys of its
+   sqrt(k·CAP) scores reach it, the geometric middle of [k, CAP]). Segments (grid rows × G): each program compacts the keys of its
    segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD) and writes
    how many it found. G programs per row keep one long row (B=1) on many SMs.
 2. Order, two ways chosen by row count (the same result):
@@ -165,10 +165,10 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
-def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
+def _sample_threshold(row_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
                       STEP: tl.constexpr):
     """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
-    ~1.5·K/stride: about 1.5·K scores reach it; the base is t0. A row of n <= K keys (all
+    ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of n <= K keys (all
     sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its smallest mono.
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
     candidates), one serial block reduction per step. STEP 2: two bits per step, the three
@@ -186,7 +186,7 @@ def _sample_threshold(row_ptr, n, K, NS: tl.constexpr, BITS: tl.constexpr,
     u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
     best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
-        need = tl.minimum(tl.cdiv(3 * K, 2 * stride), tl.sum(sm.to(tl.int32), 0))
+        need = tl.minimum(tl.cdiv(TARGET, stride), tl.sum(sm.to(tl.int32), 0))
         if STEP == 2:
             for bit in tl.static_range(31, 31 - BITS, -2):
                 c1 = best + tl.full([], 1 << (bit - 1), tl.uint32)
@@ -252,7 +252,7 @@ def _indexer_threshold_kernel(
         thr_ptr,  # int32 [R, 4]: (keys the row sees, threshold t0, bucket base, bucket shift)
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts and cursors, zeroed here (NB > 0)
         asq_ptr, ask_ptr, md_ptr, err_ptr,
-        B, S1, T, CAP_KEYS, K, CMP,
+        B, S1, T, CAP_KEYS, K, TARGET, CMP,  # TARGET: candidates the threshold aims at
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
         LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
         NB: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr):
@@ -267,8 +267,8 @@ def _indexer_threshold_kernel(
     base = INT32_MIN
     top = INT32_MIN
     if (n > K) | ((NB > 0) & (n > 0)):
-        t0, base, top = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, NS,
-                                          BITS, STEP)
+        t0, base, top = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, TARGET,
+                                          NS, BITS, STEP)
     tl.store(thr_ptr + 4 * r + THR_N, n)
     tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
