@@ -59,7 +59,8 @@ def _mono(x):
 
 @triton.jit
 def _pack(mono, idx):
-    return (mono.to(tl.int64) << 32) | (4294967295 - idx.to(tl.int64))
+    # low word 2^32-1 - idx, i.e. ~idx as an unsigned 32-bit word (no 64-bit arithmetic)
+    return (mono.to(tl.int64) << 32) | (idx ^ -1).to(tl.uint32, bitcast=True).to(tl.int64)
 
 
 @triton.jit
@@ -114,6 +115,46 @@ def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_re
             tl.store(dst_ptr + pos, mono, mask=m)
             tl.store(idx_ptr + pos, i, mask=m)
         written += tl.sum(keep_i, 0)
+    return written
+
+
+@triton.jit
+def _compact_runs(x, i, hi, written, dst_ptr, CAP, t_mono, TAIL: tl.constexpr):
+    """One chunk of _compact_above: scores x at indices i [RUNS, V]; TAIL: some are past hi."""
+    mono = _mono(x)
+    keep = mono >= t_mono
+    if TAIL:
+        keep = keep & (i < hi)
+    keep = keep.to(tl.int32)
+    run = tl.sum(keep, 1)
+    pos = written + (tl.cumsum(run, 0) - run)[:, None] + tl.cumsum(keep, 1) - keep
+    tl.store(dst_ptr + pos, _pack(mono, i), mask=(keep > 0) & (pos < CAP))
+    return written + tl.sum(run, 0)
+
+
+@triton.jit
+def _compact_above(row_ptr, lo, hi, dst_ptr, CAP, t_mono, BLOCK_N: tl.constexpr,
+                   V: tl.constexpr):
+    """_compact for the packed keys of row[lo:hi] with mono >= t_mono, `lo` a multiple of
+    BLOCK_N and the row readable up to hi rounded up to V (the workspace's width is a multiple
+    of 16). Each chunk is [BLOCK_N / V, V]: V consecutive scores in one thread (one 16-byte
+    load), so the positions are mostly per-thread sums and the block scan runs over the runs'
+    counts only; whole chunks need no bounds (a flat chunk's scan and per-score bounds compiled
+    to ~60 instructions per score, this to ~16).
+    """
+    RUNS: tl.constexpr = BLOCK_N // V
+    offs = tl.arange(0, RUNS)[:, None] * V + tl.arange(0, V)[None, :]
+    hi_v = tl.multiple_of(tl.cdiv(hi, V) * V, V)  # loads in whole runs
+    whole = lo + tl.maximum(hi - lo, 0) // BLOCK_N * BLOCK_N  # end of the whole chunks
+    written = 0
+    nxt = tl.load(row_ptr + lo + offs, mask=lo + offs < hi_v, other=0.0)
+    for i0 in range(lo, whole, BLOCK_N):
+        i = i0 + offs
+        x = nxt
+        nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < hi_v, other=0.0)
+        written = _compact_runs(x, i, hi, written, dst_ptr, CAP, t_mono, False)
+    if whole < hi:  # nxt holds the partial last chunk
+        written = _compact_runs(nxt, whole + offs, hi, written, dst_ptr, CAP, t_mono, True)
     return written
 
 
@@ -300,12 +341,16 @@ def _indexer_segments_kernel(
     n = tl.load(thr_ptr + 4 * r + THR_N)
     t0 = tl.load(thr_ptr + 4 * r + THR_T0)
     seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
-    lo = tl.minimum(g * seg, n)
+    # lo is a multiple of BLOCK_N (not clamped at n: past the row the loop is empty), so the
+    # compiler sees aligned contiguous chunks: 16-byte loads, several consecutive scores per
+    # thread, and a scan that is mostly per-thread adds (unaligned, every score was its own
+    # 4-byte load and the scan ran once per 128 of them)
+    lo = tl.multiple_of(g * seg, BLOCK_N)
     hi = tl.minimum(lo + seg, n)
     slot = (r * G + g).to(tl.int64)
     dst = seg_ptr + slot * (2 * K_PAD)
-    cnt = _compact(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, seg_ptr, 2 * K_PAD, t0,
-                   0, 0, 0, False, True, BLOCK_N)
+    cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, t0,
+                         BLOCK_N, 4)
     tl.store(cnt_ptr + slot, cnt)
     if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot)
         base = tl.load(thr_ptr + 4 * r + THR_BASE)
