@@ -21,7 +21,8 @@ def test_chunk_is_the_largest_within_budget(cap, k):
 @pytest.mark.parametrize("cap", [2048, 65536, 249856])
 def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
     """Smaller launches (a last chunk, an unchunked call) never exceed what a full chunk may use,
-    and the bound covers what either top-k order allocates (indexer._run: logits, threshold
+    and the bound covers what either top-k order allocates (indexer._run: logits and their
+    sample, threshold
     record, rows × G segment slots and counts, then the bucket order's counters, grouped keys,
     group words and totals or the sort order's merged arrays, sort outputs and totals)."""
     k = 2048
@@ -31,7 +32,8 @@ def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
     assert sizes == sorted(sizes)
     for rows in range(1, 700):
         g = configs.segments(rows, cap, tc)
-        common = rows * (cap * 4 + 16) + rows * g * (slots * 8 + 4)
+        logits = (cap + configs.sample_columns(cap)) * 4
+        common = rows * (logits + 16) + rows * g * (slots * 8 + 4)
         buckets = common + rows * (2 * tc.buckets * 4 + slots * 8 + slots * 4 + 4)
         sort = common + rows * (slots * 8 + slots * 12 + 4)
         assert max(buckets, sort) <= configs.scratch_bytes(rows, cap, k)

@@ -356,3 +356,36 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     assert_indexer_close(*outs[0], args, kwargs, exact=ties)
     for out in outs[1:]:
         assert torch.equal(out[0], outs[0][0]) and torch.equal(out[1], outs[0][1])
+
+
+def test_threshold_reads_phase_one_sample():
+    """The threshold kernel samples long rows from the copy of every SAMPLE_EVERY-th score that
+    phase 1 writes after each row: on rows of 64K random scores its t0 is reached by k..CAP
+    scores (the row needs no exact fallback). With that copy zeroed, t0 drops to 0 and every
+    score reaches it: the kernel does read the copy, not the row."""
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda.indexer_topk import _indexer_threshold_kernel
+    rows, n, k = 16, 65536, 2048
+    every = configs.SAMPLE_EVERY
+    stride = n + configs.sample_columns(n)
+    logits = torch.rand((rows, stride), device="cuda")
+    logits[:, n:n + n // every] = logits[:, 0:n:every]
+    ask = torch.full((rows,), n, dtype=torch.int32, device="cuda")
+    meta = torch.zeros(1024, dtype=torch.int32, device="cuda")  # q_block 0: every row scheduled
+    err = torch.zeros(1, dtype=torch.int32, device="cuda")
+    thr = torch.empty((rows, 4), dtype=torch.int32, device="cuda")
+    cap = configs.candidate_slots(k)
+    ns = configs.threshold_samples(n, configs.TOPK)
+    assert -(-n // ns) >= every  # rows this long take the copy
+
+    def counts():
+        _indexer_threshold_kernel[(rows,)](
+            logits, stride, thr, thr, ask, ask, meta, err, rows, 1, rows, n, k,
+            configs.target_candidates(k, cap), 1, CAUSAL=True, TND=False, HAS_ASQ=False,
+            LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, NB=0, BLOCK_B=16, PDL=False, num_warps=8)
+        # positive scores: the mono is the float's bit pattern
+        return (logits[:, :n].view(torch.int32) >= thr[:, 1:2]).sum(1)
+    c = counts()
+    assert ((c >= k) & (c <= cap)).all(), c.tolist()
+    logits[:, n:] = 0.0
+    assert (counts() == n).all()

@@ -28,6 +28,11 @@ WORKSPACE_BYTES = 5 << 28  # 1.25 GiB
 # a CUDA graph keeps the capacity (a replay may bring any length the table holds).
 SIZE_BY_LENGTHS_BYTES = 64 << 20
 
+# Phase 1 also writes every SAMPLE_EVERY-th score of a row after the row's logits (indexer_logits),
+# so that the threshold's sample is read as consecutive words: a strided gather of single scores
+# cost a 32-byte sector each (B64 64K next_n=4: 23 µs when the logits had left L2).
+SAMPLE_EVERY = 8
+
 
 @dataclasses.dataclass(frozen=True)
 class LogitsConfig:
@@ -106,7 +111,9 @@ class TopkConfig:
 # "pair" (decode, two tokens stacked), "stacked" (decode, three to max_stack tokens stacked),
 # "prefill" (a query block: tokens in groups of max_stack)
 LOGITS = {
-    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3),
+    # 64 registers: 8 programs per SM, one wave (the sample's stores took it to 72 uncapped)
+    ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3,
+                                     max_registers=64),
     # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
     # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
     # session 8)
@@ -151,6 +158,12 @@ def row_width(cap: int, longest: int) -> int:
     return min(cap, max(K_BLOCK, -(-longest // K_BLOCK) * K_BLOCK))
 
 
+def sample_columns(width: int) -> int:
+    """Columns after a logits row of `width` keys holding its every SAMPLE_EVERY-th score
+    (rounded to 16, so that rows stay 64-byte aligned)."""
+    return -(-(-(-width // SAMPLE_EVERY)) // 16) * 16
+
+
 def threshold_samples(cap: int, tc: TopkConfig) -> int:
     """NS for rows of up to `cap` keys: a power of two from tc.samples to tc.max_samples, so that
     every sample_stride-th score is sampled. The threshold is the score reached by
@@ -170,7 +183,7 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
-    `cap` keys: fp32 logits, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
+    `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
     rows·G <= programs + rows, which keeps the bound monotone in rows), the ordering's arrays
     (buckets: bucket counts and cursors, the grouped int64 candidates and their groups; sort: the merged
     (mono, index) arrays and the sort's outputs, int32 values and int64 positions) and small
@@ -181,7 +194,7 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     # threshold record (4 int32), total, and each row's share of the segment counts (rows·G <=
     # programs + rows: the programs' share is in the fixed term below)
     counters = 16 + 4 + 4
-    per_row = cap * 4 + 64 * 128 * 2 + slots * 8 + order + counters
+    per_row = (cap + sample_columns(cap)) * 4 + 64 * 128 * 2 + slots * 8 + order + counters
     return rows * per_row + tc.programs * (slots * 8 + 4)
 
 

@@ -2,7 +2,7 @@
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
-workspace is rows × width fp32 plus phase 2's candidate arrays, at most WORKSPACE_BYTES per
+workspace is rows × width fp32 logits (and each row's sample for the threshold) plus phase 2's candidate arrays, at most WORKSPACE_BYTES per
 launch (configs.scratch_bytes counts it all): longer problems run in chunks of batches (BSND) or
 query tokens (TND), each a standalone sub-problem with its own schedule (SPEC §1.6). The width
 is the block table's capacity in a CUDA graph or under torch.compile (a replay may bring any
@@ -132,7 +132,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     fp8_as_f16 = lc.fp8_as_f16 and not is_int8
     if fp8_as_f16 and unit_tokens > DECODE_MAX_Q:
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
-    logits = torch.empty((rows, width), dtype=torch.float32, device=dev)
+    stride = width + configs.sample_columns(width)  # a row's logits, then its sample
+    logits = torch.empty((rows, stride), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
@@ -146,7 +147,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                                 block_shape=[1, lc.block_k, key.shape[3]])
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
-        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, width,
+        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, stride,
         p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=lc.split_dot and nq >= 4,
@@ -170,14 +171,14 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
     ns = configs.threshold_samples(width, tc)
     _indexer_threshold_kernel[(rows,)](
-        logits, width, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k,
+        logits, stride, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k,
         configs.target_candidates(k, cand_cap), p.cmp_ratio,
         NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
         num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
     g = segments(rows, width, tc)
     seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
-    _indexer_segments_kernel[(rows, g)](logits, width, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
+    _indexer_segments_kernel[(rows, g)](logits, stride, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
                                         BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
                                         num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
@@ -186,7 +187,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         group = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = torch.empty(rows, dtype=torch.int32, device=dev)
         _indexer_place_kernel[(rows, g)](
-            logits, width, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
+            logits, stride, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
             BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
         _indexer_rank_kernel[(rows, cand_cap // tc.bucket_block)](
@@ -197,7 +198,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
     total = torch.empty(rows, dtype=torch.int32, device=dev)
     _indexer_merge_kernel[(rows, g)](
-        logits, width, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
+        logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
         BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
     # sorted in place: torch.sort copies its input into the values output unless they are one
     # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)

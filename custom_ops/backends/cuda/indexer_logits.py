@@ -10,7 +10,9 @@ decode each [BLOCK_K, D] key tile is loaded once, through the block table, and d
 every query token of the sequence (next_n of them), so the key cache is read from HBM once per
 sequence per call; in prefill a unit's tiles are streamed once per group of stacked tokens, the
 groups after the first reading them from L2. Logits beyond a token's visible length are never
-written, and phase 2 never reads them.
+written, and phase 2 never reads them. Each row also gets every SAMPLE_EVERY-th score a second
+time, side by side after its KEYS_MAX logits: phase 2's threshold reads its sample there as
+consecutive words instead of one 32-byte sector per sampled score.
 
 A metadata header that does not describe this call (format, backend, worker count, tile sizes,
 batch, mask) makes every program skip all work; program 0 stores the verdict in `err`, which
@@ -20,6 +22,11 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+from .configs import SAMPLE_EVERY as _SAMPLE_EVERY
+
+# scores j with j % SAMPLE_EVERY == 0 are also written at column KEYS_MAX + j // SAMPLE_EVERY
+SAMPLE_EVERY = tl.constexpr(_SAMPLE_EVERY)
 
 
 @triton.jit
@@ -157,13 +164,20 @@ def _last_tile(j0, j1, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _store_tokens(out_ptr, stride_out, rows, vis, lo, t, x, ks, a, NQ: tl.constexpr,
+def _store_scores(row_ptr, samp_col, j, score, mask):
+    """Scores at keys j of rows starting at row_ptr, and the sampled ones again at samp_col."""
+    tl.store(row_ptr + j, score, mask=mask)
+    tl.store(row_ptr + samp_col + j // SAMPLE_EVERY, score, mask=mask & (j % SAMPLE_EVERY == 0))
+
+
+@triton.jit
+def _store_tokens(out_ptr, stride_out, samp_col, rows, vis, lo, t, x, ks, a, NQ: tl.constexpr,
                   H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Store the scores of the tile of keys [t, t + BLOCK_K) (dots x, scales ks) for the NQ
     stacked tokens `rows`, each up to its visible length `vis`, keys below `lo` left out."""
     j = t + tl.arange(0, BLOCK_K)
-    tl.store(out_ptr + rows[None, :] * stride_out + j[:, None], _head_sums(x, ks, a, NQ, H),
-             mask=(j[:, None] >= lo) & (j[:, None] < vis[None, :]))
+    _store_scores(out_ptr + rows[None, :] * stride_out, samp_col, j[:, None],
+                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]))
 
 
 @triton.jit
@@ -195,7 +209,7 @@ def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.const
 
 @triton.jit
 def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
-                    stride_out, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
+                    stride_out, samp_col, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
                     SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
@@ -226,17 +240,18 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
             x0 = _dot(k, q0)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t - BLOCK_K, x1, ks1, qa1, NH,
-                              H, BLOCK_K)
+                _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t - BLOCK_K, x1,
+                              ks1, qa1, NH, H, BLOCK_K)
             x1 = _dot(k, q1)
-            _store_tokens(out_ptr, stride_out, rows0, vis0, j0, t, x0, ks, qa0, NH, H, BLOCK_K)
+            _store_tokens(out_ptr, stride_out, samp_col, rows0, vis0, j0, t, x0, ks, qa0, NH, H,
+                          BLOCK_K)
             if not ROTATE:
-                _store_tokens(out_ptr, stride_out, rows1, vis1, j0, t, x1, ks, qa1, NH, H,
-                              BLOCK_K)
+                _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t, x1, ks, qa1, NH,
+                              H, BLOCK_K)
             ks1 = ks
         if ROTATE:
-            _store_tokens(out_ptr, stride_out, rows1, vis1, j0, _last_tile(j0, j1, BLOCK_K), x1,
-                          ks1, qa1, NH, H, BLOCK_K)
+            _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0,
+                          _last_tile(j0, j1, BLOCK_K), x1, ks1, qa1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
         q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
@@ -248,15 +263,16 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
             x = _dot(k, q)
             if ROTATE:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t - BLOCK_K, xp, ksp, qa, NQ, H,
-                              BLOCK_K)
+                _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t - BLOCK_K, xp, ksp,
+                              qa, NQ, H, BLOCK_K)
             else:
-                _store_tokens(out_ptr, stride_out, rows, vis, j0, t, x, ks, qa, NQ, H, BLOCK_K)
+                _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t, x, ks, qa, NQ, H,
+                              BLOCK_K)
             xp = x
             ksp = ks
         if ROTATE:
-            _store_tokens(out_ptr, stride_out, rows, vis, j0, _last_tile(j0, j1, BLOCK_K), xp, ksp,
-                          qa, NQ, H, BLOCK_K)
+            _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0,
+                          _last_tile(j0, j1, BLOCK_K), xp, ksp, qa, NQ, H, BLOCK_K)
 
 
 @triton.jit
@@ -267,7 +283,7 @@ def _indexer_logits_kernel(
         bt_ptr, stride_bt,  # block table [B, MB] int32
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
         md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
-        out_ptr, stride_out,  # logits fp32 [R, >= KEYS_MAX]
+        out_ptr, stride_out,  # fp32 [R, KEYS_MAX logits, then the row's sample]
         B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,  # KEYS_MAX: keys a logits row holds
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
@@ -334,25 +350,26 @@ def _indexer_logits_kernel(
                         x = _dot(k, q)
                         if ROTATE:
                             j = t - BLOCK_K + offs_k
-                            tl.store(out_ptr + row * stride_out + j, _head_sum(xp, ksp, qa),
-                                     mask=(j >= j0) & (j < j1))
+                            _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
+                                          _head_sum(xp, ksp, qa), (j >= j0) & (j < j1))
                         else:
                             j = t + offs_k
-                            tl.store(out_ptr + row * stride_out + j, _head_sum(x, ks, qa),
-                                     mask=j < j1)
+                            _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
+                                          _head_sum(x, ks, qa), j < j1)
                         xp = x
                         ksp = ks
                     if ROTATE:
                         j = _last_tile(j0, j1, BLOCK_K) + offs_k
-                        tl.store(out_ptr + row * stride_out + j, _head_sum(xp, ksp, qa),
-                                 mask=(j >= j0) & (j < j1))
+                        _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
+                                      _head_sum(xp, ksp, qa), (j >= j0) & (j < j1))
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
-                                    bt_row, out_ptr, stride_out, row0, s_lo, s_hi, s1, s2, j0, j1,
-                                    NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA,
-                                    KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ, BLOCK_K, H, D)
+                                    bt_row, out_ptr, stride_out, KEYS_MAX, row0, s_lo, s_hi, s1,
+                                    s2, j0, j1, NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16,
+                                    CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ,
+                                    BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -360,8 +377,8 @@ def _indexer_logits_kernel(
                         last = tl.minimum(g + NQ, s_hi) - 1
                         jg = tl.minimum(j1, visible_keys(last, s1, s2, CMP, CAUSAL))
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
-                                        stride_ksb, bt_row, out_ptr, stride_out, row0, g, s_hi,
-                                        s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
+                                        stride_ksb, bt_row, out_ptr, stride_out, KEYS_MAX, row0,
+                                        g, s_hi, s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
                                         FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
                                         NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
@@ -375,8 +392,8 @@ def _indexer_logits_kernel(
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
-                                tl.store(out_ptr + row * stride_out + j,
-                                         _head_sum(_dot(k, q), ks, qa), mask=j < vis)
+                                _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
+                                              _head_sum(_dot(k, q), ks, qa), j < vis)
             i += run
             kb = 0
             qb += 1

@@ -29,7 +29,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .indexer_logits import batch_rows, visible_keys
+from .indexer_logits import SAMPLE_EVERY, batch_rows, visible_keys
 
 # mono of a -inf score, below every finite score's: pads candidate arrays (index -1).
 PAD_MONO = tl.constexpr(-2139095041)
@@ -206,7 +206,7 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
-def _sample_threshold(row_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
+def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
                       STEP: tl.constexpr):
     """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
     ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of n <= K keys (all
@@ -218,11 +218,17 @@ def _sample_threshold(row_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexp
     reached by `need` samples is what two 1-bit steps pick). (A [NS, 16] comparison per 4-bit
     step was tried: it spills and cost ~200 µs per row.)"""
     stride = tl.cdiv(n, NS)
+    src = row_ptr
+    step = stride
+    if stride >= SAMPLE_EVERY:  # phase 1's copy of every SAMPLE_EVERY-th score, consecutive
+        step = tl.cdiv(stride, SAMPLE_EVERY)
+        stride = step * SAMPLE_EVERY
+        src = samp_ptr
     si = tl.arange(0, NS)
     sm = si * stride < n
     # unsigned order as uint32 (4 bytes a sample: few warps can hold the whole sample);
     # bisect from the most significant bit down; an unsampled slot is 0, below every pivot
-    u = (_mono(tl.load(row_ptr + si * stride, mask=sm, other=0.0)) ^ INT32_MIN).to(
+    u = (_mono(tl.load(src + si * step, mask=sm, other=0.0)) ^ INT32_MIN).to(
         tl.uint32, bitcast=True)
     u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
     best = tl.zeros([], dtype=tl.uint32)
@@ -289,7 +295,7 @@ def _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP,
 
 @triton.jit
 def _indexer_threshold_kernel(
-        logits_ptr, stride_l,  # fp32 [R, CAP_KEYS] (phase 1's workspace)
+        logits_ptr, stride_l,  # fp32 [R, CAP_KEYS logits, then the row's sample] (phase 1)
         thr_ptr,  # int32 [R, 4]: (keys the row sees, threshold t0, bucket base, bucket shift)
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts and cursors, zeroed here (NB > 0)
         asq_ptr, ask_ptr, md_ptr, err_ptr,
@@ -308,8 +314,9 @@ def _indexer_threshold_kernel(
     base = INT32_MIN
     top = INT32_MIN
     if (n > K) | ((NB > 0) & (n > 0)):
-        t0, base, top = _sample_threshold(logits_ptr + r.to(tl.int64) * stride_l, n, K, TARGET,
-                                          NS, BITS, STEP)
+        row_ptr = logits_ptr + r.to(tl.int64) * stride_l
+        t0, base, top = _sample_threshold(row_ptr, row_ptr + CAP_KEYS, n, K, TARGET, NS, BITS,
+                                          STEP)
     tl.store(thr_ptr + 4 * r + THR_N, n)
     tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
