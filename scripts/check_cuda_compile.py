@@ -5,13 +5,17 @@ thread, spill bytes (the stack frame) and shared memory. Compile errors in the p
 is lent; the numbers also give each variant's occupancy.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
-    PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl]
+    PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops]
         [--threshold-step 2] [--block-n N] [--samples N]
 
 How: the indexer runs on small CPU inputs with every Triton launch replaced by a recorder (the
 host code, its checks, chunking and config choices run for real; no kernel runs); each recorded
 launch is then compiled with triton.compile for an sm_90 target from the same argument types,
 compile-time constants and launch options. Exit status 1 if any variant spills.
+
+`--loops` also prints each variant's largest innermost loop from its SASS: instructions per
+iteration and the commonest opcodes. Per-element instruction counts found session 8's phase-2
+gains (the segment scan at ~60 instructions per score) where latency guesses had not.
 
 Spills live in the stack frame (cuobjdump's STACK; LOCAL stays 0): the frame size is what the
 driver reports as local memory per thread and Triton divides by 4 into `n_spills`.
@@ -20,9 +24,11 @@ driver reports as local memory per thread and Triton divides by 4 into `n_spills
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import inspect
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -97,10 +103,37 @@ def variant(fn, kwargs) -> str:
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 
+def innermost_loop(kernel) -> str:
+    """The largest loop of the SASS whose body holds no other loop: its length and mix."""
+    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True,
+                              check=True).stdout
+    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in
+           re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    loops = []
+    for adr, text in ins:
+        m = re.search(r"BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < adr:
+            loops.append((int(m.group(1), 16), adr))
+    inner = [(a, b) for a, b in loops if not any(a <= c and d <= b and (c, d) != (a, b)
+                                                 for c, d in loops)]
+    if not inner:
+        return "no loop"
+    a, b = max(inner, key=lambda ab: ab[1] - ab[0])
+    ops = collections.Counter(t.split()[1 if t.startswith("@") else 0].split(".")[0]
+                              for adr, t in ins if a <= adr <= b)
+    return f"loop {sum(ops.values())}: " + " ".join(f"{k} {v}" for k, v in ops.most_common(8))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
     ap.add_argument("--pdl", action="store_true", help="phase 2 as programmatic dependents")
+    ap.add_argument("--loops", action="store_true",
+                    help="also each variant's largest innermost SASS loop (instructions, mix)")
     add_topk_options(ap, "threshold_step", "block_n", "samples")
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
@@ -124,7 +157,8 @@ def main():
         if key in seen:
             continue
         seen.add(key)
-        res = resources(compile_launch(fn, args, kwargs))
+        kernel = compile_launch(fn, args, kwargs)
+        res = resources(kernel)
         spills += int(res["STACK"]) > 0
         warps = kwargs.get("num_warps", 4)
         per_sm = min(65536 // (int(res["REG"]) * 32 * warps),
@@ -132,6 +166,8 @@ def main():
         print(f"{fn.__name__:<28} regs {res['REG']:>3}  stack {res['STACK']:>5}  "
               f"shared {res['SHARED']:>6}  programs/SM {per_sm:>2}  {variant(fn, kwargs)}",
               flush=True)
+        if opts.loops:
+            print(f"    {innermost_loop(kernel)}", flush=True)
     print(f"{len(seen)} variants compiled for sm_90, {spills} spilling")
     sys.exit(1 if spills else 0)
 
