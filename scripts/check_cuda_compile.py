@@ -46,6 +46,7 @@ FP8 = torch.float8_e4m3fn
 LAUNCH_OPTIONS = ("num_warps", "num_stages", "launch_pdl", "maxnreg")
 # one call per phase-1 path and per top-k ordering, int8 (fp16 scales) and fp8 (fp32 scales)
 CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
+         dict(q_lens=[2, 1, 2], k_lens=[5000, 3000, 700]),
          dict(q_lens=[3, 2, 4], k_lens=[5000, 3000, 700]),
          dict(q_lens=[1] * 8, k_lens=[4000] * 8),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]

@@ -9,7 +9,9 @@ The cases cover every phase-1 path (one token, stacked tokens, per-token loop), 
 and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
 bucket order unless `--bucket-max-rows 0` forces the sort; `--threshold-bits 1` sends most rows
 to the exact fallback; `--wide-table` gives every block table 50 unused columns and sizes the
-logits rows by the lengths (configs.SIZE_BY_LENGTHS_BYTES), as a large eager call does.
+logits rows by the lengths (configs.SIZE_BY_LENGTHS_BYTES), as a large eager call does;
+`--samples 512` makes the longer rows' thresholds read phase 1's copy of every 8th score (at
+4096 samples only rows beyond 28K keys do, and no case here is that long).
 Slow (about 45 s for all); the interpreter accepts a few things the compiler rejects, so a GPU
 run stays the proof.
 """

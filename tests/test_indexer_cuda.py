@@ -93,6 +93,19 @@ def test_eager_workspace_follows_the_lengths_not_the_table(monkeypatch, layout, 
     assert torch.equal(narrow[0], wide[0]) and torch.equal(narrow[1], wide[1])
 
 
+def test_longest_key_length_follows_in_place_updates():
+    """The eager width rule reads max(actual_seq_lengths_key) once per tensor version: the layers
+    of one decode step share the read, and an in-place update of the lengths is seen."""
+    from custom_ops.backends.cuda.indexer import _longest_keys
+    ask = torch.tensor([5, 9, 3], dtype=torch.int32, device="cuda")
+    assert _longest_keys(ask) == 9 and _longest_keys(ask) == 9
+    ask += 11
+    assert _longest_keys(ask) == 20
+    ask[2] = 40
+    assert _longest_keys(ask) == 40
+    assert _longest_keys(ask.clone()) == 40
+
+
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 @pytest.mark.parametrize("q_lens,k_lens,cmp", [([1] * 7, [70000, 3, 0, 4096, 65, 12000, 900], 1),
                                                ([40, 0, 17], [5000, 100, 64000], 4),
@@ -310,12 +323,14 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
     the block axis."""
     import dataclasses
     from custom_ops.backends.cuda import configs
+    name, *values = option
+    if name == "split_dot" and max(q_lens) < 3 and layout == "BSND":
+        pytest.skip("split_dot applies from four stacked tokens: the same kernel either way")
     qk, sc = DTYPES[dtype]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[5000, 3000, 700][:len(q_lens)],
                                        layout=layout, qk_dtype=qk, scale_dtype=sc,
                                        block_size=128, sparse_count=512, return_value=True,
                                        device="cuda", seed=7)
-    name, *values = option
     outs = []
     for value in values:
         for key, lc in list(configs.LOGITS.items()):

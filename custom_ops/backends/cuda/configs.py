@@ -111,7 +111,8 @@ class TopkConfig:
 # "pair" (decode, two tokens stacked), "stacked" (decode, three to max_stack tokens stacked),
 # "prefill" (a query block: tokens in groups of max_stack)
 LOGITS = {
-    # 64 registers: 8 programs per SM, one wave (the sample's stores took it to 72 uncapped)
+    # 64 registers: 8 programs per SM, one wave (the sample's stores took it to 72 uncapped;
+    # with rotate_epilogue, never used here, the cap spills)
     ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3,
                                      max_registers=64),
     # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
@@ -140,8 +141,8 @@ TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
 
 
 def candidate_slots(k: int, tc: TopkConfig | None = None) -> int:
-    """CAP: candidate slots per row in phase 2 (2·K_PAD; K_PAD a power of two >= 256), at least
-    tc.min_slots."""
+    """CAP: candidate slots per row in phase 2, a power of two: 2·K_PAD (K_PAD >= k) and at least
+    tc.min_slots (4096 by default: every k <= 2048 gets the slots of k = 2048)."""
     tc = tc or TOPK
     return max(tc.min_slots, 2 * max(256, 1 << (k - 1).bit_length()))
 
@@ -168,8 +169,10 @@ def threshold_samples(cap: int, tc: TopkConfig) -> int:
     """NS for rows of up to `cap` keys: a power of two from tc.samples to tc.max_samples, so that
     every sample_stride-th score is sampled. The threshold is the score reached by
     target_candidates/stride samples; with fewer of them its count misses [k, CAP] more often and
-    the row takes the exact fallback (~500 µs on the H200). Simulated (i.i.d. scores, k 2048,
-    CAP 4096, a 1.5·k target; NOTES): stride 32 (128K keys, 4096 samples) misses 0.08 % of rows,
+    the row takes the exact fallback (~500 µs on the H200). A stride of SAMPLE_EVERY or more is
+    rounded up to a multiple of it (the threshold then reads phase 1's copy): strides 9–16 all
+    become 16, the stride of a 64K-key row at 4096 samples. Simulated (i.i.d. scores,
+    k 2048, CAP 4096, a 1.5·k target; NOTES): stride 32 (4096 samples) misses 0.08 % of rows,
     stride 16 none in 4000 trials."""
     want = 1 << max(0, (-(-cap // tc.sample_stride) - 1).bit_length())
     return max(tc.samples, min(tc.max_samples, want))
@@ -183,10 +186,11 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
-    `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the segment slots (int64;
-    rows·G <= programs + rows, which keeps the bound monotone in rows), the ordering's arrays
-    (buckets: bucket counts and cursors, the grouped int64 candidates and their groups; sort: the merged
-    (mono, index) arrays and the sort's outputs, int32 values and int64 positions) and small
+    `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the
+    segment slots (int64; rows·G <= programs + rows, which keeps the bound monotone in rows),
+    the ordering's arrays (buckets: bucket counts and cursors, the grouped int64 candidates and
+    their groups; sort: the merged (mono, index) arrays and the sort's int64 positions, counted
+    with a separate values array the in-place sort no longer needs) and small
     per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k, tc)

@@ -2,13 +2,15 @@
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
-workspace is rows × width fp32 logits (and each row's sample for the threshold) plus phase 2's candidate arrays, at most WORKSPACE_BYTES per
-launch (configs.scratch_bytes counts it all): longer problems run in chunks of batches (BSND) or
-query tokens (TND), each a standalone sub-problem with its own schedule (SPEC §1.6). The width
-is the block table's capacity in a CUDA graph or under torch.compile (a replay may bring any
-length the table holds) and for small workspaces; an eager call whose rows at that capacity
-would exceed configs.SIZE_BY_LENGTHS_BYTES reads the longest key length back (one host sync)
-and sizes the rows by it. Nothing syncs with the host in graph capture or on the hot path.
+workspace is rows × width fp32 logits (and each row's sample for the threshold) plus phase 2's
+candidate arrays, at most WORKSPACE_BYTES per launch (configs.scratch_bytes counts it all):
+longer problems run in chunks of batches (BSND) or query tokens (TND), each a standalone
+sub-problem with its own schedule (SPEC §1.6). The width is the block table's capacity while a
+CUDA graph is captured (a replay may bring any length the table holds) and for small
+workspaces; a call outside capture whose rows at that capacity would exceed
+configs.SIZE_BY_LENGTHS_BYTES reads the longest key length back and sizes the rows by it: one
+host sync per version of the key-length tensor (the layers of one decode step share it).
+Nothing else syncs with the host, and nothing does during capture.
 
 Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
@@ -38,6 +40,20 @@ from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
 # Metadata already checked on the host: id -> (weak reference, what was checked).
 _checked: dict = {}
 _CHECKED_MAX = 64
+# Longest key length read back per key-length tensor: id -> (weak reference, version, length).
+_longest: dict = {}
+
+
+def _longest_keys(ask) -> int:
+    """max(actual_seq_lengths_key), read back once per tensor version (a host sync)."""
+    seen = _longest.get(id(ask))
+    if seen is not None and seen[0]() is ask and seen[1] == ask._version:
+        return seen[2]
+    longest = int(ask.max())
+    if len(_longest) >= _CHECKED_MAX:
+        _longest.pop(next(iter(_longest)))
+    _longest[id(ask)] = (weakref.ref(ask), ask._version, longest)
+    return longest
 
 
 def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int:
@@ -279,7 +295,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
 
     width = cap  # keys per logits row
     if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES and not _in_graph_or_compile():
-        width = configs.row_width(cap, int(ask.max()) // p.cmp_ratio)  # one host sync
+        width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
     rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
                    sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)

@@ -10,7 +10,7 @@ decode each [BLOCK_K, D] key tile is loaded once, through the block table, and d
 every query token of the sequence (next_n of them), so the key cache is read from HBM once per
 sequence per call; in prefill a unit's tiles are streamed once per group of stacked tokens, the
 groups after the first reading them from L2. Logits beyond a token's visible length are never
-written, and phase 2 never reads them. Each row also gets every SAMPLE_EVERY-th score a second
+written, and phase 2 never uses them. Each row also gets every SAMPLE_EVERY-th score a second
 time, side by side after its KEYS_MAX logits: phase 2's threshold reads its sample there as
 consecutive words instead of one 32-byte sector per sampled score.
 

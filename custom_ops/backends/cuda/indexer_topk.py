@@ -6,9 +6,9 @@ the int64 key (mono << 32) | (2^32-1 - index) orders exactly so; no atomic decid
 lands in the output.
 
 1. Threshold (grid rows): t0 from a strided sample of NS scores (bisection on its bits: about
-   sqrt(k·CAP) scores reach it, the geometric middle of [k, CAP]). Segments (grid rows × G): each program compacts the keys of its
-   segment with mono >= t0, in index order, into its own slot (at most CAP = 2·K_PAD) and writes
-   how many it found. G programs per row keep one long row (B=1) on many SMs.
+   sqrt(k·CAP) scores reach it, the geometric middle of [k, CAP]). Segments (grid rows × G):
+   each program compacts the keys of its segment with mono >= t0, in index order, into its own
+   slot (at most CAP) and writes how many it found. G programs per row keep one long row (B=1) on many SMs.
 2. Order, two ways chosen by row count (the same result):
    - buckets (up to TopkConfig.bucket_max_rows rows): the threshold kernel also maps
      [t0, largest sampled score] onto NB buckets (monotone in mono); the segment kernel counts
