@@ -37,23 +37,30 @@ from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
                            _indexer_unpack_kernel)
 
-# Metadata already checked on the host: id -> (weak reference, what was checked).
+# Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
+# already checked (key: what it was checked against); _longest: the longest key length (key:
+# the length tensor's version).
 _checked: dict = {}
-_CHECKED_MAX = 64
-# Longest key length read back per key-length tensor: id -> (weak reference, version, length).
 _longest: dict = {}
+_CHECKED_MAX = 64
+
+
+def _once_per(cache: dict, tensor, key, compute):
+    """compute() (a host sync) the first time `tensor` is seen with `key`, its result after
+    that; the oldest of _CHECKED_MAX tensors is forgotten first."""
+    seen = cache.get(id(tensor))
+    if seen is not None and seen[0]() is tensor and seen[1] == key:
+        return seen[2]
+    value = compute()
+    if len(cache) >= _CHECKED_MAX:
+        cache.pop(next(iter(cache)))
+    cache[id(tensor)] = (weakref.ref(tensor), key, value)
+    return value
 
 
 def _longest_keys(ask) -> int:
-    """max(actual_seq_lengths_key), read back once per tensor version (a host sync)."""
-    seen = _longest.get(id(ask))
-    if seen is not None and seen[0]() is ask and seen[1] == ask._version:
-        return seen[2]
-    longest = int(ask.max())
-    if len(_longest) >= _CHECKED_MAX:
-        _longest.pop(next(iter(_longest)))
-    _longest[id(ask)] = (weakref.ref(ask), ask._version, longest)
-    return longest
+    """max(actual_seq_lengths_key), read back once per tensor version."""
+    return _once_per(_longest, ask, ask._version, lambda: int(ask.max()))
 
 
 def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int:
@@ -72,25 +79,23 @@ def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: i
                             block_k: int, leading_zero: bool):
     """Eager-mode check of a caller's metadata against this call (it syncs): once per metadata
     version, call signature and query-length tensor version."""
+    def check():
+        sched = md.decode(metadata)
+        md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch,
+                         sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
+                         layout_query=p.layout_query, num_workers=workers)
+        if sched.k_block <= 0 or sched.k_block % block_k:
+            raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, "
+                             f"got {sched.k_block}")
+        tokens = _max_query_tokens(asq, p, leading_zero)
+        if sched.q_block > 0 and sched.q_block * sched.q_blocks < tokens:
+            raise ValueError(
+                f"metadata covers {sched.q_block * sched.q_blocks} query tokens per sequence "
+                f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a "
+                f"sequence of {tokens}: compute the metadata with this call's max_seqlen_q")
     key = (metadata._version, p, workers, block_k,
            None if asq is None else (id(asq), asq._version))
-    seen = _checked.get(id(metadata))
-    if seen is not None and seen[0]() is metadata and seen[1] == key:
-        return
-    sched = md.decode(metadata)
-    md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch, sparse_mode=p.sparse_mode,
-                     cmp_ratio=p.cmp_ratio, layout_query=p.layout_query, num_workers=workers)
-    if sched.k_block <= 0 or sched.k_block % block_k:
-        raise ValueError(f"metadata k_block must be a positive multiple of {block_k}, got {sched.k_block}")
-    tokens = _max_query_tokens(asq, p, leading_zero)
-    if sched.q_block > 0 and sched.q_block * sched.q_blocks < tokens:
-        raise ValueError(
-            f"metadata covers {sched.q_block * sched.q_blocks} query tokens per sequence "
-            f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a sequence "
-            f"of {tokens}: compute the metadata with this call's max_seqlen_q")
-    if len(_checked) >= _CHECKED_MAX:
-        _checked.pop(next(iter(_checked)))
-    _checked[id(metadata)] = (weakref.ref(metadata), key)
+    _once_per(_checked, metadata, key, check)
 
 
 def _in_graph_or_compile() -> bool:

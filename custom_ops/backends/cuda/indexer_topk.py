@@ -8,7 +8,8 @@ lands in the output.
 1. Threshold (grid rows): t0 from a strided sample of NS scores (bisection on its bits: about
    sqrt(k·CAP) scores reach it, the geometric middle of [k, CAP]). Segments (grid rows × G):
    each program compacts the keys of its segment with mono >= t0, in index order, into its own
-   slot (at most CAP) and writes how many it found. G programs per row keep one long row (B=1) on many SMs.
+   slot (at most CAP) and writes how many it found. G programs per row keep one long row (B=1)
+   on many SMs.
 2. Order, two ways chosen by row count (the same result):
    - buckets (up to TopkConfig.bucket_max_rows rows): the threshold kernel also maps
      [t0, largest sampled score] onto NB buckets (monotone in mono); the segment kernel counts
@@ -81,31 +82,27 @@ def _score_of(mono):
 
 
 @triton.jit
-def _compact(row_ptr, lo, hi, dst_ptr, idx_ptr, CAP, t_mono, prefix, shift, k_rem,
-             EXACT: tl.constexpr, PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
-    """Write the selected keys of row[lo:hi] to dst in index order (at most CAP of them) and
+def _compact_exact(row_ptr, n, dst_ptr, idx_ptr, CAP, prefix, shift, k_rem,
+                   PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Write the keys of row[0:n] whose u >> shift is above `prefix`, and the first k_rem
+    equal to it (ties to the smaller index), to dst in index order (at most CAP of them) and
     return how many were selected. PACKED: int64 keys to dst; else int32 monos to dst and
-    indices to idx_ptr. Not EXACT: scores with mono >= t_mono. EXACT: keys whose u >> shift is
-    above `prefix`, and the first k_rem equal to it (ties to the smaller index)."""
+    indices to idx_ptr. (The threshold's compaction is _compact_above.)"""
     written = 0
     ties = 0
     # the next chunk is loaded before this one is scanned, so its latency hides behind the scan
-    nxt = tl.load(row_ptr + lo + tl.arange(0, BLOCK_N), mask=lo + tl.arange(0, BLOCK_N) < hi,
-                  other=0.0)
-    for i0 in range(lo, hi, BLOCK_N):
+    nxt = tl.load(row_ptr + tl.arange(0, BLOCK_N), mask=tl.arange(0, BLOCK_N) < n, other=0.0)
+    for i0 in range(0, n, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
-        valid = i < hi
+        valid = i < n
         mono = _mono(nxt)
-        nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < hi, other=0.0)
-        if EXACT:
-            top = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
-            tie = valid & (top == prefix)
-            tie_i = tie.to(tl.int32)
-            rank = ties + tl.cumsum(tie_i, 0) - tie_i
-            keep = valid & ((top > prefix) | (tie & (rank < k_rem)))
-            ties += tl.sum(tie_i, 0)
-        else:
-            keep = valid & (mono >= t_mono)
+        nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < n, other=0.0)
+        top = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
+        tie = valid & (top == prefix)
+        tie_i = tie.to(tl.int32)
+        rank = ties + tl.cumsum(tie_i, 0) - tie_i
+        keep = valid & ((top > prefix) | (tie & (rank < k_rem)))
+        ties += tl.sum(tie_i, 0)
         keep_i = keep.to(tl.int32)
         pos = written + tl.cumsum(keep_i, 0) - keep_i
         m = keep & (pos < CAP)
@@ -135,7 +132,8 @@ def _compact_runs(x, i, hi, written, dst_ptr, CAP, t_mono, TAIL: tl.constexpr):
 @triton.jit
 def _compact_above(row_ptr, lo, hi, dst_ptr, CAP, t_mono, BLOCK_N: tl.constexpr,
                    V: tl.constexpr):
-    """_compact for the packed keys of row[lo:hi] with mono >= t_mono, `lo` a multiple of
+    """Write the packed keys of row[lo:hi] with mono >= t_mono to dst in index order (at most
+    CAP of them) and return how many there were; `lo` a multiple of
     BLOCK_N and the row readable up to hi rounded up to V (the workspace's width is a multiple
     of 16). Each chunk is [BLOCK_N / V, V]: V consecutive scores in one thread (one 16-byte
     load), so the positions are mostly per-thread sums and the block scan runs over the runs'
@@ -201,8 +199,8 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
     if not done:
         prefix, k_rem, done = _radix_pass(row_ptr, n, prefix, k_rem, 0, False, BLOCK_N)
         shift = 0
-    return _compact(row_ptr, 0, n, dst_ptr, idx_ptr, CAP, 0, prefix, shift, k_rem, True, PACKED,
-                    BLOCK_N)
+    return _compact_exact(row_ptr, n, dst_ptr, idx_ptr, CAP, prefix, shift, k_rem, PACKED,
+                          BLOCK_N)
 
 
 @triton.jit
