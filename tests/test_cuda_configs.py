@@ -1,6 +1,9 @@
 """The CUDA backend's workspace arithmetic (SPEC §1.6), checked without a GPU: every launch's
 scratch (logits and phase-2 candidate arrays) stays within the budget, the chunk is the largest
 that does, and the benchmark's bar cases run unchunked."""
+import dataclasses
+import math
+
 import pytest
 
 from custom_ops.backends.cuda import configs
@@ -22,9 +25,9 @@ def test_chunk_is_the_largest_within_budget(cap, k):
 def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
     """Smaller launches (a last chunk, an unchunked call) never exceed what a full chunk may use,
     and the bound covers what either top-k order allocates (indexer._run: logits and their
-    sample, threshold
-    record, rows × G segment slots and counts, then the bucket order's counters, grouped keys,
-    group words and totals or the sort order's merged arrays, sort outputs and totals)."""
+    sample, threshold record, rows × G segment slots and counts, then the bucket order's
+    counters, grouped keys, group words and totals or the sort order's merged arrays, sort
+    outputs and totals)."""
     k = 2048
     slots = configs.candidate_slots(k)
     tc = configs.TOPK
@@ -53,7 +56,6 @@ def test_bar_cases_are_not_chunked(rows, cap):
 
 
 def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
-    import dataclasses
     for change in (dict(bucket_block=1024), dict(candidate_block=24), dict(buckets=1000)):
         with pytest.raises(ValueError, match=next(iter(change))):
             dataclasses.replace(configs.TOPK, **change)
@@ -61,7 +63,6 @@ def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
 
 def test_candidate_slots_and_segments():
     assert [configs.candidate_slots(k) for k in (1, 256, 257, 2048)] == [4096] * 4
-    import dataclasses
     small = dataclasses.replace(configs.TOPK, min_slots=512)
     assert [configs.candidate_slots(k, small) for k in (1, 256, 257, 2048)] == [512, 512, 1024,
                                                                                4096]
@@ -96,7 +97,6 @@ def test_threshold_target_leaves_room_on_both_sides(k):
     """The sampled threshold aims at sqrt(k·CAP) candidates: at 64K keys (16 keys a sample) at
     least 4 standard deviations of its relative noise (1/sqrt(samples above it)) from both k and
     CAP, so a row almost never takes the exact fallback."""
-    import math
     cap = configs.candidate_slots(k)
     t = configs.target_candidates(k, cap)
     assert k <= t <= cap
