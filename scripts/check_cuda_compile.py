@@ -52,7 +52,7 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND")]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
            "_indexer_merge_kernel", "_indexer_unpack_kernel",
-           "_indexer_place_kernel", "_indexer_rank_kernel")
+           "_indexer_place_kernel", "_indexer_rank_kernel", "_indexer_window_merge_kernel")
 
 
 class Recorder:
@@ -152,6 +152,11 @@ def main():
             args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
                                                block_size=64, seed=i)
             call(args, kwargs, workers=132)
+    # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
+    configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
+    cuda_indexer._in_graph_or_compile = lambda: True
+    args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
+    call(args, kwargs, workers=132)
     seen, spills = set(), 0
     for fn, args, kwargs in calls:
         key = (fn.__name__, tuple(mangle_type(a) for a in args), tuple(sorted(kwargs.items())))

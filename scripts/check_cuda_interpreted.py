@@ -3,7 +3,8 @@ each result with the golden (SPEC §1.5): a way to develop and check the kernels
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"   # the 3.6 interpreter needs numpy < 2.4
     PYTHONPATH=/tmp/tri python scripts/check_cuda_interpreted.py [--bucket-max-rows N]
-        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [--wide-table] [CASE ...]
+        [--min-segment N] [--block-k N] [--workspace BYTES] [--rotate] [--wide-table]
+        [--key-window KEYS] [CASE ...]
 
 The cases cover every phase-1 path (one token, stacked tokens, per-token loop), page-contiguous
 and gathered key tiles, fp8, BSND and TND; every case has at most 40 rows, so the top-k takes the
@@ -11,7 +12,9 @@ bucket order unless `--bucket-max-rows 0` forces the sort; `--threshold-bits 1` 
 to the exact fallback; `--wide-table` gives every block table 50 unused columns and sizes the
 logits rows by the lengths (configs.SIZE_BY_LENGTHS_BYTES), as a large eager call does;
 `--samples 512` makes the longer rows' thresholds read phase 1's copy of every 8th score (at
-4096 samples only rows beyond 28K keys do, and no case here is that long).
+4096 samples only rows beyond 28K keys do, and no case here is that long); `--key-window 512`
+runs every call as a CUDA-graph capture over a wide table would (configs.GRAPH_LOGITS_BYTES):
+keys scored in windows of 512 and each window's top-k merged into the previous ones'.
 Slow (about 45 s for all); the interpreter accepts a few things the compiler rejects, so a GPU
 run stays the proof.
 """
@@ -57,6 +60,8 @@ def main():
                     help="every path's epilogue deferred to the next tile (rotate_epilogue)")
     ap.add_argument("--wide-table", action="store_true",
                     help="block tables 50 columns wider than the lengths need; rows sized by length")
+    ap.add_argument("--key-window", type=int,
+                    help="keys per window, every call treated as captured in a CUDA graph")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -73,6 +78,9 @@ def main():
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     if opts.wide_table:
         configs.SIZE_BY_LENGTHS_BYTES = -1
+    if opts.key_window is not None:
+        configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, opts.key_window
+        cuda_indexer._in_graph_or_compile = lambda: True
     for i, case in enumerate(CASES):
         if opts.cases and i not in opts.cases:
             continue

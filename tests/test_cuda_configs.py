@@ -92,6 +92,29 @@ def test_row_width_holds_the_longest_row_within_the_table(cap, longest):
     assert w < cap + configs.K_BLOCK and w < max(longest, 0) + configs.K_BLOCK + 1
 
 
+@pytest.mark.parametrize("block_size", [16, 48, 64, 1024])
+@pytest.mark.parametrize("rows", [1, 12, 64, 256, 4096, 1 << 16])
+def test_graph_window_is_bounded_whatever_the_table(rows, block_size):
+    """SPEC §1.6 in a CUDA graph: the table's width while its logits fit GRAPH_LOGITS_BYTES;
+    beyond it windows that start on pages and K_BLOCKs, whose logits stay within
+    max(GRAPH_LOGITS_BYTES, rows x MIN_WINDOW_KEYS x 4 B) and whose width stops growing with the
+    table. The benchmark's decode and prefill cases stay one window."""
+    step = math.lcm(configs.K_BLOCK, block_size)
+    bound = max(configs.GRAPH_LOGITS_BYTES, rows * configs.MIN_WINDOW_KEYS * 4)
+    widths = []
+    for cap in (block_size, 65536 // block_size * block_size, 1 << 20, 1 << 23, 1 << 26):
+        w = configs.window_keys(rows, cap, block_size)
+        assert 0 < w <= cap
+        if rows * cap * 4 <= configs.GRAPH_LOGITS_BYTES:
+            assert w == cap
+        else:
+            assert w % step == 0 and rows * w * 4 <= bound
+            widths.append(w)
+    assert len(set(widths)) <= 1 or widths[-1] == widths[-2]
+    for rows, cap in ((256, 131072), (64, 1 << 20), (4096, 32768)):
+        assert configs.window_keys(rows, cap, 64) == cap
+
+
 @pytest.mark.parametrize("k", [1, 64, 255, 256, 300, 512, 1024, 2048])
 def test_threshold_target_leaves_room_on_both_sides(k):
     """The sampled threshold aims at sqrt(k·CAP) candidates: at 64K keys (16 keys a sample) at

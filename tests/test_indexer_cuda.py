@@ -166,8 +166,12 @@ def test_metadata_must_cover_every_query_token():
     assert_indexer_close(*out, args, kwargs)
 
 
-def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage():
-    """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows."""
+@pytest.mark.parametrize("key_windows", [False, True])
+def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, key_windows):
+    """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows, also
+    where the keys are scored in windows, each with its own schedule."""
+    if key_windows:
+        force_key_windows(monkeypatch, 512)
     args, kwargs = make_indexer_inputs(q_lens=[2, 2], k_lens=[500, 900], sparse_count=32,
                                        device="cuda")
     meta = metadata_for(kwargs, 2)
@@ -201,6 +205,104 @@ def test_cuda_graph_replays_with_new_lengths():
         eager = op(*args, **kwargs)
         assert torch.equal(idx_g, eager[0]) and torch.equal(val_g, eager[1]), (q_lens, k_lens)
         assert_indexer_close(idx_g, val_g, args, kwargs)
+
+
+def force_key_windows(monkeypatch, keys):
+    """Captured calls score their keys in windows of `keys` whatever their size."""
+    from custom_ops.backends.cuda import configs
+    monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 0)
+    monkeypatch.setattr(configs, "MIN_WINDOW_KEYS", keys)
+
+
+def widen_table(args, kwargs, cap):
+    """The block table widened to `cap` keys with block ids past the cache (never read)."""
+    bt = kwargs["block_table"]
+    extra = cap // args[1].shape[1] - bt.shape[1]
+    kwargs["block_table"] = torch.cat([bt, bt.new_full((bt.shape[0], extra), 1 << 30)], 1)
+
+
+def capture(args, kwargs, with_metadata, max_seqlen_q):
+    op(*args, **kwargs)  # warm up (compile) outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        meta = metadata_for(kwargs, max_seqlen_q) if with_metadata else None
+        out = op(*args, metadata=meta, **kwargs)
+    return graph, out
+
+
+@pytest.mark.parametrize("layout,q_lens,cmp,with_metadata", [("BSND", [4, 1, 3], 1, True),
+                                                             ("TND", [3, 5, 2], 4, False)])
+def test_graph_key_windows_equal_eager(monkeypatch, layout, q_lens, cmp, with_metadata):
+    """A captured call over a wide table scores its keys in windows (1024 keys here, 16 of them
+    over the 16K-key table) and merges their top-k: every replay with new lengths (rows ending
+    on a window's edge, one past it, within the first window, empty) equals the eager call bit
+    for bit."""
+    force_key_windows(monkeypatch, 1024)
+    k_lens = [9000, 2500, 700]
+    args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, layout=layout,
+                                       cmp_ratio=cmp, sparse_count=600, return_value=True,
+                                       device="cuda", seed=11)
+    widen_table(args, kwargs, 1 << 14)
+    graph, (idx_g, val_g) = capture(args, kwargs, with_metadata, max(q_lens))
+    ask = kwargs["actual_seq_lengths_key"]
+    # each batch within its cached keys (the table's other entries are past the cache)
+    for new in (k_lens, [1024 * cmp, 0, 700], [2048 * cmp + 3, 2500, 699], [1025 * cmp, 1, 0]):
+        ask.copy_(torch.tensor(new, dtype=torch.int32))
+        poison()
+        graph.replay()
+        eager = op(*args, **kwargs)
+        assert torch.equal(idx_g, eager[0]) and torch.equal(val_g, eager[1]), new
+        assert_indexer_close(idx_g, val_g, args, kwargs)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("k", [1, 600, 2048])
+def test_key_windows_outside_capture(monkeypatch, dtype, k):
+    """The key-window path run eagerly (as if captured; so memcheck, which cannot follow a
+    capture without the caching allocator, covers its kernels): 512-key windows, ragged rows,
+    k above a window's keys; equal to the one-window call bit for bit and close to the golden."""
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    qk, sc = DTYPES[dtype]
+    args, kwargs = make_indexer_inputs(q_lens=[3, 1, 2], k_lens=[2600, 511, 0], qk_dtype=qk,
+                                       scale_dtype=sc, sparse_count=k, return_value=True,
+                                       device="cuda", seed=13)
+    widen_table(args, kwargs, 4096)
+    whole = op(*args, **kwargs)
+    force_key_windows(monkeypatch, 512)
+    monkeypatch.setattr(cuda_indexer, "_in_graph_or_compile", lambda: True)
+    poison()
+    windowed = op(*args, **kwargs)
+    assert torch.equal(whole[0], windowed[0]) and torch.equal(whole[1], windowed[1])
+    assert_indexer_close(*windowed, args, kwargs)
+
+
+def test_graph_workspace_does_not_follow_the_table(monkeypatch):
+    """SPEC §1.6 in a CUDA graph: a block table of 8M keys and short lengths. The capture scores
+    the keys in windows (GRAPH_LOGITS_BYTES 16 MiB here: about 25 windows), so its memory stays
+    within one window's workspace instead of the table's 384 MiB of logits, and the replay
+    equals the eager call."""
+    from custom_ops.backends.cuda import configs
+    monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 16 << 20)
+    args, kwargs = make_indexer_inputs(q_lens=[4, 1, 3], k_lens=[9000, 2500, 700],
+                                       return_value=True, device="cuda", seed=12)
+    cap, rows, k = 1 << 23, 12, kwargs["sparse_count"]
+    widen_table(args, kwargs, cap)
+    width = configs.window_keys(rows, cap, args[1].shape[1])
+    assert width < cap // 16
+    # one window's workspace, the window top-k buffers, the per-window schedules and lengths
+    bound = configs.scratch_bytes(rows, width, k) + 6 * rows * k * 4 + (2 << 20)
+    assert bound < rows * cap * 4 // 8
+    op(*args, **kwargs)
+    poison()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    graph, (idx_g, val_g) = capture(args, kwargs, True, 4)
+    torch.cuda.synchronize()
+    assert torch.cuda.max_memory_allocated() - before <= bound
+    graph.replay()
+    eager = op(*args, **kwargs)
+    assert torch.equal(idx_g, eager[0]) and torch.equal(val_g, eager[1])
 
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])

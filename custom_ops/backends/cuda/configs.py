@@ -28,6 +28,15 @@ WORKSPACE_BYTES = 5 << 28  # 1.25 GiB
 # a CUDA graph keeps the capacity (a replay may bring any length the table holds).
 SIZE_BY_LENGTHS_BYTES = 64 << 20
 
+# SPEC §1.6 under CUDA-graph capture, where the lengths cannot be read: logits rows as wide as
+# the block table are kept while rows × capacity × 4 B stays within GRAPH_LOGITS_BYTES; beyond
+# it the keys are scored in windows of a fixed width (at least MIN_WINDOW_KEYS: a 4096-token
+# prefill at 32K context stays one window), each window's top-k merged into the previous ones'.
+# The logits then take at most max(GRAPH_LOGITS_BYTES, rows × MIN_WINDOW_KEYS × 4 B), whatever
+# the table's capacity (max_model_len); a window past every length costs only its launches.
+GRAPH_LOGITS_BYTES = 256 << 20
+MIN_WINDOW_KEYS = 32768
+
 # Phase 1 also writes every SAMPLE_EVERY-th score of a row after the row's logits (indexer_logits),
 # so that the threshold's sample is read as consecutive words: a strided gather of single scores
 # cost a 32-byte sector each (B64 64K next_n=4: 23 µs when the logits had left L2).
@@ -157,6 +166,18 @@ def row_width(cap: int, longest: int) -> int:
     """Logits row width for rows of at most `longest` compressed keys in a block table of `cap`:
     rounded up to K_BLOCK (few distinct widths), never above cap."""
     return min(cap, max(K_BLOCK, -(-longest // K_BLOCK) * K_BLOCK))
+
+
+def window_keys(rows: int, cap: int, block_size: int, budget: int | None = None) -> int:
+    """Keys per window of a call captured in a CUDA graph whose block table holds `cap` keys:
+    cap itself while rows × cap fp32 logits fit `budget` (GRAPH_LOGITS_BYTES), else the widest
+    whole number of K_BLOCKs and pages within it, at least MIN_WINDOW_KEYS (rounded likewise)."""
+    budget = GRAPH_LOGITS_BYTES if budget is None else budget
+    if rows * cap * 4 <= budget:
+        return cap
+    step = K_BLOCK * block_size // math.gcd(K_BLOCK, block_size)  # windows start on both
+    keys = max(budget // (rows * 4), MIN_WINDOW_KEYS)
+    return min(cap, max(step, keys // step * step))
 
 
 def sample_columns(width: int) -> int:

@@ -5,12 +5,15 @@ key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's o
 workspace is rows × width fp32 logits (and each row's sample for the threshold) plus phase 2's
 candidate arrays, at most WORKSPACE_BYTES per launch (configs.scratch_bytes counts it all):
 longer problems run in chunks of batches (BSND) or query tokens (TND), each a standalone
-sub-problem with its own schedule (SPEC §1.6). The width is the block table's capacity while a
-CUDA graph is captured (a replay may bring any length the table holds) and for small
-workspaces; a call outside capture whose rows at that capacity would exceed
+sub-problem with its own schedule (SPEC §1.6). The width is the block table's capacity for small
+workspaces. A call outside capture whose rows at that capacity would exceed
 configs.SIZE_BY_LENGTHS_BYTES reads the longest key length back and sizes the rows by it: one
-host sync per version of the key-length tensor (the layers of one decode step share it).
-Nothing else syncs with the host, and nothing does during capture.
+host sync per version of the key-length tensor (the layers of one decode step share it). A call
+captured in a CUDA graph cannot read the lengths (a replay may bring any length the table
+holds): beyond configs.GRAPH_LOGITS_BYTES it scores the keys in windows of a fixed width and
+merges each window's top-k into the previous ones' (_run_key_windows), so its workspace does not
+grow with the table's capacity. Nothing else syncs with the host, and nothing does during
+capture.
 
 Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
@@ -35,7 +38,7 @@ from .indexer_metadata import indexer_metadata, num_workers
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
-                           _indexer_unpack_kernel)
+                           _indexer_unpack_kernel, _indexer_window_merge_kernel)
 
 # Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
 # already checked (key: what it was checked against); _longest: the longest key length (key:
@@ -141,9 +144,15 @@ def _pdl_ok(dev: torch.device) -> bool:
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
          p: _checks.IndexerProblem, rows: int, s1: int, leading_zero: bool, workers: int,
-         width: int):
+         width: int, key_windows: bool = False, check=None):
     """Both phases for one (sub-)problem whose `rows` output rows of `width` logits (at least
-    the longest row's keys) fit the workspace."""
+    the longest row's keys, or with key_windows the width of one window) fit the workspace.
+    `check`: a metadata tensor that must also describe the call (the caller's, when `meta` is
+    one computed here)."""
+    if key_windows:
+        return _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table, meta,
+                                idx_out, val_out, p=p, rows=rows, s1=s1,
+                                leading_zero=leading_zero, workers=workers, width=width)
     is_int8 = query.dtype == torch.int8
     tc = topk_config()
     dev = query.device
@@ -168,7 +177,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                                 block_shape=[1, lc.block_k, key.shape[3]])
     _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
-        block_table, block_table.stride(0), asq_arg, ask, meta, err, logits, stride,
+        block_table, block_table.stride(0), asq_arg, ask, meta,
+        meta if check is None else check, err, logits, stride,
         p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
         FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
         KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=lc.split_dot and nq >= 4,
@@ -231,6 +241,53 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
 
 
+def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table, meta,
+                     idx_out, val_out, *, p: _checks.IndexerProblem, rows: int, s1: int,
+                     leading_zero: bool, workers: int, width: int):
+    """A problem whose block table is wider than its logits rows (a CUDA graph over a wide
+    table, SPEC §1.6): its compressed keys in windows of `width`, each window a sub-problem of
+    the same rows (key lengths shifted down by the window's start, the table's columns of the
+    window, its own schedule) whose top-k is merged into that of the windows before it. The
+    window count follows the table's shape, not the lengths: a window past every row's length
+    schedules nothing and costs its launches only. `meta` (the caller's) is checked by every
+    window's phase 1, not used as a schedule."""
+    dev = query.device
+    k = p.sparse_count
+    cols = width // p.block_size
+    windows = -(-p.max_blocks_per_seq // cols)
+    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
+                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
+    metas = indexer_metadata(asq, ask, max_seqlen_q=s1, window_keys=width, windows=windows,
+                             **lengths)
+    starts = torch.arange(windows, device=dev, dtype=torch.int64) * (width * p.cmp_ratio)
+    asks = (ask.to(torch.int64)[None, :] - starts[:, None]).clamp_(min=0).to(torch.int32)
+    # each window's top-k with values (the merge compares scores): A holds the merged result of
+    # the windows so far, B the current window's, C the next merge's output
+    a = (torch.empty((rows, k), dtype=torch.int32, device=dev),
+         torch.empty((rows, k), dtype=torch.float32, device=dev))
+    b = (torch.empty_like(a[0]), torch.empty_like(a[1]))
+    c = (torch.empty_like(a[0]), torch.empty_like(a[1]))
+    k_pad = triton.next_power_of_2(k)
+    block = min(256, k_pad)
+    for w in range(windows):
+        c0 = w * cols
+        c1 = min(p.max_blocks_per_seq, c0 + cols)
+        sub = dataclasses.replace(p, max_blocks_per_seq=c1 - c0, return_value=True)
+        dst = a if w == 0 else b
+        _run(query, key, weights, qscale, kscale, asq, asks[w], block_table[:, c0:c1], metas[w],
+             dst[0], dst[1], p=sub, rows=rows, s1=s1, leading_zero=leading_zero,
+             workers=workers, width=(c1 - c0) * p.block_size, check=meta)
+        if w == 0:
+            continue
+        last = w == windows - 1
+        out = (idx_out, val_out if p.return_value else c[1]) if last else c
+        _indexer_window_merge_kernel[(rows, triton.cdiv(k, block))](
+            a[0], a[1], b[0], b[1], out[0], out[1], k, c0 * p.block_size,
+            RETURN_VALUE=p.return_value or not last, K_PAD=k_pad, LOG_K=k_pad.bit_length() - 1,
+            BLOCK=block, num_warps=4)
+        a, c = c, a
+
+
 def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
     """Lengths of the sub-problem made of query rows [r0, r1) (TND), without a sync.
 
@@ -247,7 +304,7 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
 
 def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
                  p: _checks.IndexerProblem, leading_zero: bool, rows_per_chunk: int,
-                 workers: int, width: int):
+                 workers: int, width: int, key_windows: bool):
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
     sub-problem with its own lengths (computed on the device) and schedule."""
     rows = p.max_s1
@@ -260,7 +317,8 @@ def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx
         meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
         _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
              block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
-             p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width)
+             p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width,
+             key_windows=key_windows)
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
@@ -299,8 +357,11 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
     width = cap  # keys per logits row
-    if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES and not _in_graph_or_compile():
+    if _in_graph_or_compile():  # the lengths cannot be read: windows of keys beyond a budget
+        width = configs.window_keys(rows, cap, p.block_size)
+    elif rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES:
         width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
+    windows = dict(key_windows=_in_graph_or_compile() and width < cap)
     rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
                    sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
@@ -308,11 +369,12 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         meta = metadata if metadata is not None else indexer_metadata(
             asq, ask, max_seqlen_q=s1, **lengths)
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
-             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width)
+             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
+             **windows)
     elif tnd:
         _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                      val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
-                     workers=workers, width=width)
+                     workers=workers, width=width, **windows)
     elif rows_per_chunk >= s1:  # whole sequences per chunk
         per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
@@ -325,7 +387,8 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
             _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
                  block_table[b0:b1], meta, idx_out[r0:r1],
                  val_out[r0:r1] if p.return_value else val_out,
-                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width)
+                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width,
+                 **windows)
     else:
         # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
         # over its rows (rows past its length are TND's padding: -1), cut into token windows
@@ -338,5 +401,5 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
                          ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
                          val_out[r0:r1] if p.return_value else val_out, p=one,
                          leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers,
-                         width=width)
+                         width=width, **windows)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

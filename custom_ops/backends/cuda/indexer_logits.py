@@ -282,7 +282,8 @@ def _indexer_logits_kernel(
         ks_ptr, stride_ksb,  # key scale [NB, PAGE, 1]
         bt_ptr, stride_bt,  # block table [B, MB] int32
         asq_ptr, ask_ptr,  # [B] / [B+1] int32, [B] int32
-        md_ptr, err_ptr,  # metadata int32 [1024], verdict int32 [1]
+        md_ptr, chk_ptr, err_ptr,  # metadata (the schedule), metadata to check as well (the
+        # caller's, where md_ptr is a key window's own; else md_ptr), int32 [1024] each; verdict [1]
         out_ptr, stride_out,  # fp32 [R, KEYS_MAX logits, then the row's sample]
         B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,  # KEYS_MAX: keys a logits row holds
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
@@ -300,6 +301,7 @@ def _indexer_logits_kernel(
     worker = pid // P
     sub = pid % P
     ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
+    ok = ok & header_ok(chk_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     if pid == 0:
         tl.store(err_ptr, tl.where(ok, 0, 1))
     if ok:

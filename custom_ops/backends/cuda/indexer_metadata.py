@@ -17,10 +17,12 @@ from .configs import split_params
 
 
 @triton.jit
-def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
+def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo, keys_max,
                HAS_ASQ: tl.constexpr, TND: tl.constexpr, LEADING_ZERO: tl.constexpr,
                CMP: tl.constexpr, CAUSAL: tl.constexpr):
-    """Work units of rows (b, qb), int64, exactly as metadata.compute counts them."""
+    """Work units of rows (b, qb), int64, exactly as metadata.compute counts them; in a key
+    window, those of the sub-problem whose key lengths start `key_lo` compressed keys later and
+    whose block table holds `keys_max` keys (the indexer's key windows)."""
     in_range = rows < R
     b = rows // QB
     qb = rows % QB
@@ -36,7 +38,7 @@ def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
     else:
         s1 = tl.zeros_like(b) + S1
     s1 = s1.to(tl.int64)
-    s2 = tl.load(ask_ptr + b, mask=in_range, other=0).to(tl.int64)
+    s2 = tl.maximum(tl.load(ask_ptr + b, mask=in_range, other=0).to(tl.int64) - key_lo * CMP, 0)
     if q_block > 0:
         last = tl.minimum((qb + 1) * q_block, s1) - 1
         live = last >= qb * q_block
@@ -47,7 +49,7 @@ def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
     keys = s2 // CMP
     if CAUSAL:
         keys = tl.minimum(keys, (s2 - s1 + last + 1) // CMP)
-    keys = tl.maximum(keys, 0)
+    keys = tl.minimum(tl.maximum(keys, 0), keys_max)
     return tl.where(in_range & live, (keys + k_block - 1) // k_block, 0)
 
 
@@ -56,15 +58,20 @@ def _indexer_metadata_kernel(
         asq_ptr, ask_ptr,  # [B] / [B+1] int32 (or unused), [B] int32
         out_ptr,  # int32 [1024]
         B, R, S1, q_block, QB, k_block, sparse_count,
+        window_keys,  # > 0: program w schedules key window w (keys [w, w + 1) · window_keys)
         W: tl.constexpr, W_PAD: tl.constexpr, BLOCK_R: tl.constexpr, HAS_ASQ: tl.constexpr,
         TND: tl.constexpr, LEADING_ZERO: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr, LEN: tl.constexpr):
     # unit counts fit int32 (the format stores them so); products w * total need int64
+    win = tl.program_id(0)
+    key_lo = win.to(tl.int64) * window_keys
+    keys_max = tl.where(window_keys > 0, window_keys, 2147483647).to(tl.int64)
+    out_ptr += win * LEN
     total = tl.zeros([], dtype=tl.int32)
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
         total += tl.sum(_row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
-                                   HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
+                                   key_lo, keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
     w = tl.arange(0, W_PAD)
     first = (w.to(tl.int64) * total // W).to(tl.int32)
     nxt = ((w + 1).to(tl.int64) * total // W).to(tl.int32)
@@ -74,7 +81,7 @@ def _indexer_metadata_kernel(
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
         cum = carry + tl.cumsum(_row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
-                                           HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
+                                           key_lo, keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
         le = (cum[None, :] <= first[:, None]) & (rows < R)[None, :]
         row += tl.sum(le.to(tl.int32), 1)
         before = tl.maximum(before, tl.max(tl.where(le, cum[None, :], 0), 1))
@@ -107,8 +114,10 @@ def num_workers(device) -> int:
 
 def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch, max_seqlen_q,
                      layout_query, sparse_count, sparse_mode, cmp_ratio, workers,
-                     out=None) -> torch.Tensor:
-    """Launch the metadata kernel for lengths already on the target device (checked by the caller)."""
+                     out=None, window_keys=0, windows=1) -> torch.Tensor:
+    """Launch the metadata kernel for lengths already on the target device (checked by the
+    caller). window_keys > 0: one schedule per key window ([windows, 1024], one launch), window
+    w being the sub-problem of compressed keys [w, w + 1) · window_keys."""
     params = split_params(workers, max_seqlen_q)
     q_block = params.q_block if (params.q_block > 0 and max_seqlen_q > 0) else 0
     qb_count = -(-max_seqlen_q // q_block) if q_block else 1
@@ -116,11 +125,11 @@ def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch,
     asq = actual_seq_lengths_query
     tnd = layout_query == "TND"
     if out is None:
-        out = torch.empty(md.METADATA_LEN, dtype=torch.int32, device=ask.device)
-    _indexer_metadata_kernel[(1,)](
+        shape = (windows, md.METADATA_LEN) if window_keys else (md.METADATA_LEN,)
+        out = torch.empty(shape, dtype=torch.int32, device=ask.device)
+    _indexer_metadata_kernel[(windows if window_keys else 1,)](
         ask if asq is None else asq, ask, out, batch, batch * qb_count, max_seqlen_q, q_block,
-        qb_count,
-        params.k_block, sparse_count,
+        qb_count, params.k_block, sparse_count, window_keys,
         W=workers, W_PAD=triton.next_power_of_2(workers), BLOCK_R=64,
         HAS_ASQ=asq is not None, TND=tnd, LEADING_ZERO=tnd and asq.shape[0] == batch + 1,
         CMP=cmp_ratio, CAUSAL=sparse_mode == 3, FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA,
