@@ -208,8 +208,10 @@ def test_cuda_graph_replays_with_new_lengths():
 
 
 def force_key_windows(monkeypatch, keys):
-    """Captured calls score their keys in windows of `keys` whatever their size."""
-    from custom_ops.backends.cuda import configs
+    """Captured calls score their keys in windows of `keys` whatever their size (and eager calls
+    warm that path up again)."""
+    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    monkeypatch.setattr(cuda_indexer, "_warmed", set())
     monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 0)
     monkeypatch.setattr(configs, "MIN_WINDOW_KEYS", keys)
 
@@ -222,7 +224,9 @@ def widen_table(args, kwargs, cap):
 
 
 def capture(args, kwargs, with_metadata, max_seqlen_q):
-    op(*args, **kwargs)  # warm up (compile) outside the capture
+    # the eager warm-up also builds and loads the kernels of the path the capture takes (key
+    # windows included): no kernel can be loaded while a stream is captured
+    op(*args, **kwargs)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         meta = metadata_for(kwargs, max_seqlen_q) if with_metadata else None
@@ -281,7 +285,8 @@ def test_graph_workspace_does_not_follow_the_table(monkeypatch):
     the keys in windows (GRAPH_LOGITS_BYTES 16 MiB here: about 25 windows), so its memory stays
     within one window's workspace instead of the table's 384 MiB of logits, and the replay
     equals the eager call."""
-    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    monkeypatch.setattr(cuda_indexer, "_warmed", set())
     monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 16 << 20)
     args, kwargs = make_indexer_inputs(q_lens=[4, 1, 3], k_lens=[9000, 2500, 700],
                                        return_value=True, device="cuda", seed=12)

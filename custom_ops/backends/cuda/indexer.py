@@ -302,7 +302,7 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
     return (new_end - r0).to(torch.int32), s2.to(torch.int32)
 
 
-def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
+def _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
                  p: _checks.IndexerProblem, leading_zero: bool, rows_per_chunk: int,
                  workers: int, width: int, key_windows: bool):
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
@@ -319,6 +319,81 @@ def _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx
              block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
              p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width,
              key_windows=key_windows)
+
+
+def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
+           val_out, *, p: _checks.IndexerProblem, rows: int, leading_zero: bool, workers: int,
+           width: int, key_windows: bool):
+    """Both phases for the whole call: in one launch, or in chunks of rows that fit the
+    workspace (SPEC §1.6); key_windows: keys in windows of `width` (a CUDA graph over a wide
+    table)."""
+    tnd = p.layout_query == "TND"
+    s1 = p.max_s1
+    k = p.sparse_count
+    windows = dict(key_windows=key_windows)
+    rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
+    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
+                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
+    if rows <= rows_per_chunk:
+        meta = metadata if metadata is not None else indexer_metadata(
+            asq, ask, max_seqlen_q=s1, **lengths)
+        _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
+             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
+             **windows)
+    elif tnd:
+        _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
+                     val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
+                     workers=workers, width=width, **windows)
+    elif rows_per_chunk >= s1:  # whole sequences per chunk
+        per_chunk = rows_per_chunk // s1
+        for b0 in range(0, p.batch, per_chunk):
+            b1 = min(p.batch, b0 + per_chunk)
+            sub_asq = None if asq is None else asq[b0:b1]
+            sub = dataclasses.replace(p, batch=b1 - b0)
+            lengths["batch"] = b1 - b0
+            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1, **lengths)
+            r0, r1 = b0 * s1, b1 * s1
+            _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
+                 block_table[b0:b1], meta, idx_out[r0:r1],
+                 val_out[r0:r1] if p.return_value else val_out,
+                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width,
+                 **windows)
+    else:
+        # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
+        # over its rows (rows past its length are TND's padding: -1), cut into token windows
+        one = dataclasses.replace(p, batch=1, layout_query="TND")
+        for b in range(p.batch):
+            r0, r1 = b * s1, (b + 1) * s1
+            asq_b = asq[b:b + 1] if asq is not None else torch.full(
+                (1,), s1, dtype=torch.int32, device=ask.device)
+            _run_token_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, asq_b,
+                         ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
+                         val_out[r0:r1] if p.return_value else val_out, p=one,
+                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers,
+                         width=width, **windows)
+
+
+# (problem, dtypes, ...) of eager calls that already ran the path their capture would take
+_warmed: set = set()
+
+
+def _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,
+                      p: _checks.IndexerProblem, rows: int, leading_zero: bool, workers: int,
+                      width: int):
+    """An eager call whose capture would score its keys in windows also runs that path once
+    (per problem and dtypes), its results discarded: a kernel cannot be loaded while a stream is
+    captured, so the windows' kernels must be built and loaded by the eager warm-up runs that
+    precede a capture (vLLM's, torch.compile's), as the one-window kernels are."""
+    sig = (p, rows, query.dtype, weights.dtype, kscale.dtype, asq is None, leading_zero,
+           metadata is None, query.device)
+    if sig in _warmed:
+        return
+    idx = torch.empty((rows, p.sparse_count), dtype=torch.int32, device=query.device)
+    val = torch.empty((rows, p.sparse_count) if p.return_value else (0,), dtype=torch.float32,
+                      device=query.device)
+    _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx, val, p=p,
+           rows=rows, leading_zero=leading_zero, workers=workers, width=width, key_windows=True)
+    _warmed.add(sig)
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
@@ -356,50 +431,18 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
-    width = cap  # keys per logits row
+    graph_width = configs.window_keys(rows, cap, p.block_size)
     if _in_graph_or_compile():  # the lengths cannot be read: windows of keys beyond a budget
-        width = configs.window_keys(rows, cap, p.block_size)
-    elif rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES:
-        width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
-    windows = dict(key_windows=_in_graph_or_compile() and width < cap)
-    rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
-    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
-                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
-    if rows <= rows_per_chunk:
-        meta = metadata if metadata is not None else indexer_metadata(
-            asq, ask, max_seqlen_q=s1, **lengths)
-        _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
-             p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
-             **windows)
-    elif tnd:
-        _run_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
-                     val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
-                     workers=workers, width=width, **windows)
-    elif rows_per_chunk >= s1:  # whole sequences per chunk
-        per_chunk = rows_per_chunk // s1
-        for b0 in range(0, p.batch, per_chunk):
-            b1 = min(p.batch, b0 + per_chunk)
-            sub_asq = None if asq is None else asq[b0:b1]
-            sub = dataclasses.replace(p, batch=b1 - b0)
-            lengths["batch"] = b1 - b0
-            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1, **lengths)
-            r0, r1 = b0 * s1, b1 * s1
-            _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
-                 block_table[b0:b1], meta, idx_out[r0:r1],
-                 val_out[r0:r1] if p.return_value else val_out,
-                 p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width,
-                 **windows)
+        width = graph_width
     else:
-        # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
-        # over its rows (rows past its length are TND's padding: -1), cut into token windows
-        one = dataclasses.replace(p, batch=1, layout_query="TND")
-        for b in range(p.batch):
-            r0, r1 = b * s1, (b + 1) * s1
-            asq_b = asq[b:b + 1] if asq is not None else torch.full(
-                (1,), s1, dtype=torch.int32, device=ask.device)
-            _run_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, asq_b,
-                         ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
-                         val_out[r0:r1] if p.return_value else val_out, p=one,
-                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers,
-                         width=width, **windows)
+        if graph_width < cap:
+            _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
+                              metadata, p=p, rows=rows, leading_zero=leading_zero,
+                              workers=workers, width=graph_width)
+        width = cap  # keys per logits row
+        if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES:
+            width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
+    _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
+           val_out, p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
+           key_windows=width < cap and _in_graph_or_compile())
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out
