@@ -79,6 +79,7 @@ def test_eager_workspace_follows_the_lengths_not_the_table(monkeypatch, layout, 
     assert rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES
     bound = configs.scratch_bytes(rows, configs.row_width(cap, 12000 // cmp), k) + (2 << 20)
     assert bound < rows * cap * 4 // 4
+    op(*args, **kwargs)  # the first call also warms up the key windows a capture would take
     poison()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()

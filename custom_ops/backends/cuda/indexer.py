@@ -381,9 +381,11 @@ def _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table
                       p: _checks.IndexerProblem, rows: int, leading_zero: bool, workers: int,
                       width: int):
     """An eager call whose capture would score its keys in windows also runs that path once
-    (per problem and dtypes), its results discarded: a kernel cannot be loaded while a stream is
-    captured, so the windows' kernels must be built and loaded by the eager warm-up runs that
-    precede a capture (vLLM's, torch.compile's), as the one-window kernels are."""
+    (per problem and dtypes) over zero key lengths, its results discarded: a kernel cannot be
+    loaded while a stream is captured, so the windows' kernels must be built and loaded by the
+    eager warm-up runs that precede a capture (vLLM's, torch.compile's), as the one-window
+    kernels are. With nothing visible every launch is short; the allocations are the capture's
+    (one window's workspace, within GRAPH_LOGITS_BYTES), transient."""
     sig = (p, rows, query.dtype, weights.dtype, kscale.dtype, asq is None, leading_zero,
            metadata is None, query.device)
     if sig in _warmed:
@@ -391,8 +393,9 @@ def _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table
     idx = torch.empty((rows, p.sparse_count), dtype=torch.int32, device=query.device)
     val = torch.empty((rows, p.sparse_count) if p.return_value else (0,), dtype=torch.float32,
                       device=query.device)
-    _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx, val, p=p,
-           rows=rows, leading_zero=leading_zero, workers=workers, width=width, key_windows=True)
+    _solve(query, key, weights, qscale, kscale, asq, torch.zeros_like(ask), block_table,
+           metadata, idx, val, p=p, rows=rows, leading_zero=leading_zero, workers=workers,
+           width=width, key_windows=True)
     _warmed.add(sig)
 
 
