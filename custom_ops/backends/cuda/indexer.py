@@ -302,9 +302,9 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
     return (new_end - r0).to(torch.int32), s2.to(torch.int32)
 
 
-def _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out, val_out, *,
-                 p: _checks.IndexerProblem, leading_zero: bool, rows_per_chunk: int,
-                 workers: int, width: int, key_windows: bool):
+def _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
+                       val_out, *, p: _checks.IndexerProblem, leading_zero: bool,
+                       rows_per_chunk: int, workers: int, width: int, key_windows: bool):
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
     sub-problem with its own lengths (computed on the device) and schedule."""
     rows = p.max_s1
@@ -335,15 +335,17 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
     lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
                    sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     if rows <= rows_per_chunk:
-        meta = metadata if metadata is not None else indexer_metadata(
-            asq, ask, max_seqlen_q=s1, **lengths)
+        meta = metadata  # key windows make their own schedules (and check this one)
+        if meta is None and not key_windows:
+            meta = indexer_metadata(asq, ask, max_seqlen_q=s1, **lengths)
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
              p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
              **windows)
     elif tnd:
         _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
-                     val_out, p=p, leading_zero=leading_zero, rows_per_chunk=rows_per_chunk,
-                     workers=workers, width=width, **windows)
+                           val_out, p=p, leading_zero=leading_zero,
+                           rows_per_chunk=rows_per_chunk, workers=workers, width=width,
+                           **windows)
     elif rows_per_chunk >= s1:  # whole sequences per chunk
         per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
@@ -366,11 +368,11 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
             r0, r1 = b * s1, (b + 1) * s1
             asq_b = asq[b:b + 1] if asq is not None else torch.full(
                 (1,), s1, dtype=torch.int32, device=ask.device)
-            _run_token_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, asq_b,
-                         ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
-                         val_out[r0:r1] if p.return_value else val_out, p=one,
-                         leading_zero=False, rows_per_chunk=rows_per_chunk, workers=workers,
-                         width=width, **windows)
+            _run_token_windows(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale,
+                               asq_b, ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
+                               val_out[r0:r1] if p.return_value else val_out, p=one,
+                               leading_zero=False, rows_per_chunk=rows_per_chunk,
+                               workers=workers, width=width, **windows)
 
 
 # (problem, dtypes, ...) of eager calls that already ran the path their capture would take

@@ -70,8 +70,9 @@ def _indexer_metadata_kernel(
     total = tl.zeros([], dtype=tl.int32)
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
-        total += tl.sum(_row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
-                                   key_lo, keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
+        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo,
+                           keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
+        total += tl.sum(units.to(tl.int32), 0)
     w = tl.arange(0, W_PAD)
     first = (w.to(tl.int64) * total // W).to(tl.int32)
     nxt = ((w + 1).to(tl.int64) * total // W).to(tl.int32)
@@ -80,8 +81,9 @@ def _indexer_metadata_kernel(
     carry = tl.zeros([], dtype=tl.int32)
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
-        cum = carry + tl.cumsum(_row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block,
-                                           key_lo, keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL).to(tl.int32), 0)
+        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo,
+                           keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
+        cum = carry + tl.cumsum(units.to(tl.int32), 0)
         le = (cum[None, :] <= first[:, None]) & (rows < R)[None, :]
         row += tl.sum(le.to(tl.int32), 1)
         before = tl.maximum(before, tl.max(tl.where(le, cum[None, :], 0), 1))
