@@ -188,28 +188,43 @@ def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=
     torch.cuda.empty_cache()
 
 
-def bench_key_windows(bw, only=""):
+def bench_key_windows(bw, only="", orders=False):
     """What SPEC §1.6 costs in a CUDA graph over a block table far wider than the lengths: the
-    bar cases captured with a table of `table` keys (its logits would pass
-    configs.GRAPH_LOGITS_BYTES, so the keys are scored in windows; one holds all the lengths,
-    the others are empty) against the same call over a table of the context's width."""
+    case captured with a table of `table` keys (its logits would pass
+    configs.GRAPH_LOGITS_BYTES, so the keys are scored in windows; the first holds all the
+    lengths, the others are empty) against the same call over a table of the context's width.
+    `orders`: also each with the top-k ordered by buckets and by the sort whatever the rows."""
+    import dataclasses
     from custom_ops.backends.cuda import configs
-    for batch, ctx, n, table in ((64, 65536, 1, 1 << 22), (64, 65536, 4, 1 << 20)):
+    base = configs.TOPK
+    variants = [("", base)]
+    if orders:
+        variants += [(" buckets", dataclasses.replace(base, bucket_max_rows=1 << 20)),
+                     (" sort", dataclasses.replace(base, bucket_max_rows=0))]
+    # (batch, context, next_n, table keys): the bar cases at 4M / 1M-key tables, and a
+    # DeepSeek-V3.2-like decode step (max_model_len 160K, 256 sequences, one MTP token)
+    for batch, ctx, n, table in ((64, 65536, 1, 1 << 22), (64, 65536, 4, 1 << 20),
+                                 (256, 16384, 2, 163840)):
         for dtype in ("int8", "fp8"):
             tag = f"windows-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
             if only not in tag:
                 continue
             a, kw = make_case(batch, ctx, n, dtype)
             narrow = [(a, with_metadata(a, kw, n))]
-            bt = kw["block_table"]
-            wide = {**narrow[0][1], "block_table": bt.repeat(1, table // ctx)}  # valid ids
+            cols = table // a[1].shape[1]  # the table's own (valid) block ids, repeated
+            wide = {**narrow[0][1],
+                    "block_table": kw["block_table"].repeat(1, -(-table // ctx))[:, :cols]}
             windows = -(-table // configs.window_keys(batch * n, table, a[1].shape[1]))
-            t_narrow = time_graph(lambda a, k: OP(*a, **k), narrow, 10)
-            t_wide = time_graph(lambda a, k: OP(*a, **k), [(a, wide)], 10)
             bytes_, _ = case_numbers(a, kw, batch, ctx, n, 0)
-            print(f"{tag + f'-table{table >> 10}K':<40} {t_wide:9.1f} us  {windows} windows  "
-                  f"table of the context {t_narrow:9.1f} us  x{t_wide / t_narrow:5.2f}  "
-                  f"{100 * bytes_ / t_wide * 1e6 / bw:5.1f}% bw", flush=True)
+            for label, tc in variants:
+                configs.TOPK = tc
+                t_narrow = time_graph(lambda a, k: OP(*a, **k), narrow, 10)
+                t_wide = time_graph(lambda a, k: OP(*a, **k), [(a, wide)], 10)
+                print(f"{tag + f'-table{table >> 10}K' + label:<48} {t_wide:9.1f} us  "
+                      f"{windows} windows  table of the context {t_narrow:9.1f} us  "
+                      f"x{t_wide / t_narrow:5.2f}  {100 * bytes_ / t_wide * 1e6 / bw:5.1f}% bw",
+                      flush=True)
+            configs.TOPK = base
             del narrow, wide
             torch.cuda.empty_cache()
 
@@ -383,7 +398,7 @@ def main():
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         bench_metadata(results, writer)
-        bench_key_windows(bw, opts.only)
+        bench_key_windows(bw, opts.only, opts.sweep)
         bars = [(64, 65536, 1), (64, 65536, 4), (1, 65536, 1)]
         decode = bars if opts.quick else bars + [
             (b, c, n) for b in (1, 8, 64) for c in (4096, 16384, 65536, 131072) for n in (1, 2, 4)
