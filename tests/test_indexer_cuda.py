@@ -79,7 +79,7 @@ def test_eager_workspace_follows_the_lengths_not_the_table(monkeypatch, layout, 
     assert rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES
     bound = configs.scratch_bytes(rows, configs.row_width(cap, 12000 // cmp), k) + (2 << 20)
     assert bound < rows * cap * 4 // 4
-    op(*args, **kwargs)  # the first call also warms up the key windows a capture would take
+    op(*args, **kwargs)  # the first call also builds and loads the kernels a capture would take
     poison()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
@@ -212,7 +212,7 @@ def force_key_windows(monkeypatch, keys):
     """Captured calls score their keys in windows of `keys` whatever their size (and eager calls
     warm that path up again)."""
     from custom_ops.backends.cuda import configs, indexer as cuda_indexer
-    monkeypatch.setattr(cuda_indexer, "_warmed", set())
+    monkeypatch.setattr(cuda_indexer, "_warmed", {})
     monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 0)
     monkeypatch.setattr(configs, "MIN_WINDOW_KEYS", keys)
 
@@ -225,8 +225,8 @@ def widen_table(args, kwargs, cap):
 
 
 def capture(args, kwargs, with_metadata, max_seqlen_q):
-    # the eager warm-up also builds and loads the kernels of the path the capture takes (key
-    # windows included): no kernel can be loaded while a stream is captured
+    # the eager call also builds and loads the kernels of the path the capture takes (the
+    # table's width, key windows): no kernel can be loaded while a stream is captured
     op(*args, **kwargs)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -242,13 +242,19 @@ def test_graph_key_windows_equal_eager(monkeypatch, layout, q_lens, cmp, with_me
     over the 16K-key table) and merges their top-k: every replay with new lengths (rows ending
     on a window's edge, one past it, within the first window, empty) equals the eager call bit
     for bit."""
+    from custom_ops.backends.cuda import indexer as cuda_indexer
     force_key_windows(monkeypatch, 1024)
+    taken = []
+    run_windows = cuda_indexer._run_key_windows
+    monkeypatch.setattr(cuda_indexer, "_run_key_windows",
+                        lambda *a, **kw: taken.append(kw["width"]) or run_windows(*a, **kw))
     k_lens = [9000, 2500, 700]
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, layout=layout,
                                        cmp_ratio=cmp, sparse_count=600, return_value=True,
                                        device="cuda", seed=11)
     widen_table(args, kwargs, 1 << 14)
     graph, (idx_g, val_g) = capture(args, kwargs, with_metadata, max(q_lens))
+    assert taken and set(taken) == {1024}  # the warm-up's and the capture's
     ask = kwargs["actual_seq_lengths_key"]
     # each batch within its cached keys (the table's other entries are past the cache)
     for new in (k_lens, [1024 * cmp, 0, 700], [2048 * cmp + 3, 2500, 699], [1025 * cmp, 1, 0]):
@@ -281,13 +287,36 @@ def test_key_windows_outside_capture(monkeypatch, dtype, k):
     assert_indexer_close(*windowed, args, kwargs)
 
 
+def test_capture_after_an_eager_call_of_another_width(monkeypatch):
+    """An eager call sizes its rows by the lengths, its capture by the 1M-key table (one window):
+    other compiled variants (threshold samples, segment counts). The eager call builds and loads
+    the capture's kernels without running them, so the capture loads nothing (a load during
+    capture is refused) and every replay equals eager."""
+    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    monkeypatch.setattr(cuda_indexer, "_warmed", {})
+    monkeypatch.setattr(configs, "SIZE_BY_LENGTHS_BYTES", 0)  # eager rows by the lengths
+    args, kwargs = make_indexer_inputs(q_lens=[4, 1, 3], k_lens=[9000, 2500, 700],
+                                       sparse_count=600, return_value=True, device="cuda",
+                                       seed=14)
+    widen_table(args, kwargs, 1 << 20)
+    assert configs.window_keys(12, 1 << 20, args[1].shape[1]) == 1 << 20
+    graph, (idx_g, val_g) = capture(args, kwargs, True, 4)
+    assert [sig[10] for sig in cuda_indexer._warmed] == [1 << 20]  # the capture's width
+    for new in ([9000, 2500, 700], [4097, 0, 33]):
+        kwargs["actual_seq_lengths_key"].copy_(torch.tensor(new, dtype=torch.int32))
+        poison()
+        graph.replay()
+        eager = op(*args, **kwargs)
+        assert torch.equal(idx_g, eager[0]) and torch.equal(val_g, eager[1]), new
+
+
 def test_graph_workspace_does_not_follow_the_table(monkeypatch):
     """SPEC §1.6 in a CUDA graph: a block table of 8M keys and short lengths. The capture scores
     the keys in windows (GRAPH_LOGITS_BYTES 16 MiB here: about 25 windows), so its memory stays
     within one window's workspace instead of the table's 384 MiB of logits, and the replay
     equals the eager call."""
     from custom_ops.backends.cuda import configs, indexer as cuda_indexer
-    monkeypatch.setattr(cuda_indexer, "_warmed", set())
+    monkeypatch.setattr(cuda_indexer, "_warmed", {})
     monkeypatch.setattr(configs, "GRAPH_LOGITS_BYTES", 16 << 20)
     args, kwargs = make_indexer_inputs(q_lens=[4, 1, 3], k_lens=[9000, 2500, 700],
                                        return_value=True, device="cuda", seed=12)

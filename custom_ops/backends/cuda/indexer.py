@@ -35,6 +35,7 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 from .indexer_metadata import indexer_metadata, num_workers
+from .launch import empty, is_warming, launch, warming
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
@@ -163,7 +164,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     if fp8_as_f16 and unit_tokens > DECODE_MAX_Q:
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
     stride = width + configs.sample_columns(width)  # a row's logits, then its sample
-    logits = torch.empty((rows, stride), dtype=torch.float32, device=dev)
+    logits = empty((rows, stride), dtype=torch.float32, device=dev)
     err = torch.empty(1, dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
@@ -175,7 +176,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         keys = TensorDescriptor(key, shape=[key.shape[0], key.shape[1], key.shape[3]],
                                 strides=[key.stride(0), key.stride(1), 1],
                                 block_shape=[1, lc.block_k, key.shape[3]])
-    _indexer_logits_kernel[(workers * lc.programs_per_worker,)](
+    launch(_indexer_logits_kernel, (workers * lc.programs_per_worker,),
         query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
         block_table, block_table.stride(0), asq_arg, ask, meta,
         meta if check is None else check, err, logits, stride,
@@ -197,46 +198,47 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     k_pad = cand_cap // 2
     block_b = triton.next_power_of_2(max(p.batch, 1))
     nb = tc.buckets if rows <= tc.bucket_max_rows else 0
-    thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
+    thr = empty((rows, 4), dtype=torch.int32, device=dev)
     # bucket counters and cursors (the sort order reads none: thr stands in for the pointer)
-    bcnt = torch.empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
+    bcnt = empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
     ns = configs.threshold_samples(width, tc)
-    _indexer_threshold_kernel[(rows,)](
+    launch(_indexer_threshold_kernel, (rows,),
         logits, stride, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k,
         configs.target_candidates(k, cand_cap), p.cmp_ratio,
         NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
         num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
     g = segments(rows, width, tc)
-    seg = torch.empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
-    counts = torch.empty((rows, g), dtype=torch.int32, device=dev)
-    _indexer_segments_kernel[(rows, g)](logits, stride, thr, seg, counts, bcnt, K_PAD=k_pad, NB=nb,
-                                        BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
-                                        num_warps=tc.segment_warps, **dep)
+    seg = empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
+    counts = empty((rows, g), dtype=torch.int32, device=dev)
+    launch(_indexer_segments_kernel, (rows, g), logits, stride, thr, seg, counts, bcnt,
+           K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
+           num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
     if nb:
-        dense = torch.empty((rows, cand_cap), dtype=torch.int64, device=dev)
-        group = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
-        total = torch.empty(rows, dtype=torch.int32, device=dev)
-        _indexer_place_kernel[(rows, g)](
+        dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+        total = empty(rows, dtype=torch.int32, device=dev)
+        launch(_indexer_place_kernel, (rows, g),
             logits, stride, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
             BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
-        _indexer_rank_kernel[(rows, cand_cap // tc.bucket_block)](
+        launch(_indexer_rank_kernel, (rows, cand_cap // tc.bucket_block),
             dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
             BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=4, **dep)
         return
-    mono = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
-    cand_idx = torch.empty((rows, cand_cap), dtype=torch.int32, device=dev)
-    total = torch.empty(rows, dtype=torch.int32, device=dev)
-    _indexer_merge_kernel[(rows, g)](
+    mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    total = empty(rows, dtype=torch.int32, device=dev)
+    launch(_indexer_merge_kernel, (rows, g),
         logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
         BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
     # sorted in place: torch.sort copies its input into the values output unless they are one
     # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
-    perm = torch.empty((rows, cand_cap), dtype=torch.int64, device=dev)
-    torch.sort(mono, dim=1, descending=True, stable=True, out=(mono, perm))
+    perm = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+    if not is_warming():
+        torch.sort(mono, dim=1, descending=True, stable=True, out=(mono, perm))
     block = min(1024, triton.next_power_of_2(k))
-    _indexer_unpack_kernel[(rows, triton.cdiv(k, block))](
+    launch(_indexer_unpack_kernel, (rows, triton.cdiv(k, block)),
         mono, perm, cand_cap, cand_idx, total, idx_out, values, k,
         RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
 
@@ -263,10 +265,8 @@ def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
     asks = (ask.to(torch.int64)[None, :] - starts[:, None]).clamp_(min=0).to(torch.int32)
     # each window's top-k with values (the merge compares scores): A holds the merged result of
     # the windows so far, B the current window's, C the next merge's output
-    a = (torch.empty((rows, k), dtype=torch.int32, device=dev),
-         torch.empty((rows, k), dtype=torch.float32, device=dev))
-    b = (torch.empty_like(a[0]), torch.empty_like(a[1]))
-    c = (torch.empty_like(a[0]), torch.empty_like(a[1]))
+    a, b, c = ((empty((rows, k), torch.int32, dev), empty((rows, k), torch.float32, dev))
+               for _ in range(3))
     k_pad = triton.next_power_of_2(k)
     block = min(256, k_pad)
     for w in range(windows):
@@ -281,7 +281,7 @@ def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
             continue
         last = w == windows - 1
         out = (idx_out, val_out if p.return_value else c[1]) if last else c
-        _indexer_window_merge_kernel[(rows, triton.cdiv(k, block))](
+        launch(_indexer_window_merge_kernel, (rows, triton.cdiv(k, block)),
             a[0], a[1], b[0], b[1], out[0], out[1], k, c0 * p.block_size,
             RETURN_VALUE=p.return_value or not last, K_PAD=k_pad, LOG_K=k_pad.bit_length() - 1,
             BLOCK=block, num_warps=4)
@@ -375,30 +375,36 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
                                workers=workers, width=width, **windows)
 
 
-# (problem, dtypes, ...) of eager calls that already ran the path their capture would take
-_warmed: set = set()
+# capture paths already built and loaded by an eager call: (call signature, configs) -> True,
+# the oldest forgotten first beyond _WARMED_MAX
+_warmed: dict = {}
+_WARMED_MAX = 256
 
 
-def _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,
-                      p: _checks.IndexerProblem, rows: int, leading_zero: bool, workers: int,
-                      width: int):
-    """An eager call whose capture would score its keys in windows also runs that path once
-    (per problem and dtypes) over zero key lengths, its results discarded: a kernel cannot be
-    loaded while a stream is captured, so the windows' kernels must be built and loaded by the
-    eager warm-up runs that precede a capture (vLLM's, torch.compile's), as the one-window
-    kernels are. With nothing visible every launch is short; the allocations are the capture's
-    (one window's workspace, within GRAPH_LOGITS_BYTES), transient."""
-    sig = (p, rows, query.dtype, weights.dtype, kscale.dtype, asq is None, leading_zero,
-           metadata is None, query.device)
+def _warm_capture_path(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, *,
+                       p: _checks.IndexerProblem, rows: int, leading_zero: bool, workers: int,
+                       width: int, key_windows: bool):
+    """Build and load, without running them, the kernels a CUDA graph capture of this call would
+    launch (launch.warming): its rows are `width` wide (the table's capacity, or key windows)
+    where this eager call's follow the lengths, and a kernel cannot be loaded during a capture.
+    Once per call signature and configuration; host work only."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return  # nothing to load
+    sig = (p, rows, query.dtype, weights.dtype, qscale.dtype, kscale.dtype, asq is None,
+           leading_zero, metadata is None, query.device, width, key_windows, topk_config(),
+           tuple(sorted(configs.LOGITS.items())))
     if sig in _warmed:
         return
     idx = torch.empty((rows, p.sparse_count), dtype=torch.int32, device=query.device)
     val = torch.empty((rows, p.sparse_count) if p.return_value else (0,), dtype=torch.float32,
                       device=query.device)
-    _solve(query, key, weights, qscale, kscale, asq, torch.zeros_like(ask), block_table,
-           metadata, idx, val, p=p, rows=rows, leading_zero=leading_zero, workers=workers,
-           width=width, key_windows=True)
-    _warmed.add(sig)
+    with warming():
+        _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx, val,
+               p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
+               key_windows=key_windows)
+    if len(_warmed) >= _WARMED_MAX:
+        _warmed.pop(next(iter(_warmed)))
+    _warmed[sig] = True
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CUDA")
@@ -440,13 +446,15 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     if _in_graph_or_compile():  # the lengths cannot be read: windows of keys beyond a budget
         width = graph_width
     else:
-        if graph_width < cap:
-            _warm_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
-                              metadata, p=p, rows=rows, leading_zero=leading_zero,
-                              workers=workers, width=graph_width)
         width = cap  # keys per logits row
         if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES:
             width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
+        if width != graph_width and query.device.type == "cuda":
+            # a capture of this call would launch kernels this call does not: load them now
+            _warm_capture_path(query, key, weights, qscale, kscale, asq, ask, block_table,
+                               metadata, p=p, rows=rows, leading_zero=leading_zero,
+                               workers=workers, width=graph_width,
+                               key_windows=graph_width < cap)
     _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
            val_out, p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
            key_windows=width < cap and _in_graph_or_compile())

@@ -14,6 +14,7 @@ import triton.language as tl
 
 from ... import _checks, metadata as md
 from .configs import split_params
+from .launch import launch
 
 
 @triton.jit
@@ -129,7 +130,7 @@ def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch,
     if out is None:
         shape = (windows, md.METADATA_LEN) if window_keys else (md.METADATA_LEN,)
         out = torch.empty(shape, dtype=torch.int32, device=ask.device)
-    _indexer_metadata_kernel[(windows if window_keys else 1,)](
+    launch(_indexer_metadata_kernel, (windows if window_keys else 1,),
         ask if asq is None else asq, ask, out, batch, batch * qb_count, max_seqlen_q, q_block,
         qb_count, params.k_block, sparse_count, window_keys,
         W=workers, W_PAD=triton.next_power_of_2(workers), BLOCK_R=64,
