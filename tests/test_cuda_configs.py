@@ -102,7 +102,8 @@ def test_graph_window_is_bounded_whatever_the_table(rows, block_size):
     step = math.lcm(configs.K_BLOCK, block_size)
     bound = max(configs.GRAPH_LOGITS_BYTES, rows * configs.MIN_WINDOW_KEYS * 4)
     widths = []
-    for cap in (block_size, 65536 // block_size * block_size, 1 << 20, 1 << 23, 1 << 26):
+    for keys in (block_size, 65536, 1 << 20, 1 << 23, 1 << 26):
+        cap = keys // block_size * block_size  # a table holds whole pages
         w = configs.window_keys(rows, cap, block_size)
         assert 0 < w <= cap
         if rows * cap * 4 <= configs.GRAPH_LOGITS_BYTES:

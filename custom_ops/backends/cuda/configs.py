@@ -32,8 +32,9 @@ SIZE_BY_LENGTHS_BYTES = 64 << 20
 # the block table are kept while rows × capacity × 4 B stays within GRAPH_LOGITS_BYTES; beyond
 # it the keys are scored in windows of a fixed width (at least MIN_WINDOW_KEYS: a 4096-token
 # prefill at 32K context stays one window), each window's top-k merged into the previous ones'.
-# The logits then take at most max(GRAPH_LOGITS_BYTES, rows × MIN_WINDOW_KEYS × 4 B), whatever
-# the table's capacity (max_model_len). A window past every length still costs its launches:
+# The logits rows (their 1/8 sample copy aside) then take at most max(GRAPH_LOGITS_BYTES,
+# rows × MIN_WINDOW_KEYS × 4 B), whatever the table's capacity (max_model_len); phase 2's arrays
+# follow the rows and k only (scratch_bytes). A window past every length still costs its launches:
 # ~30 µs at 64 rows, ~150 µs at 512 (H200, session 9), so the budget lets vLLM's largest default
 # capture (512 tokens) over DeepSeek-V3.2's 160K-key tables (320 MiB) stay one window: with
 # 256 MiB, B=256, next_n=2, 16K keys took 468 µs in two windows against 318 in one.
