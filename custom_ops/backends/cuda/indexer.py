@@ -135,12 +135,31 @@ def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     return unit_tokens, (3 if lc.max_stack > 1 else 0), lc.max_stack, lc
 
 
+def _interpreted() -> bool:
+    """Whether Triton runs the kernels in its interpreter (on CPU tensors)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
 def _pdl_ok(dev: torch.device) -> bool:
     """Programmatic dependent launch needs Hopper or newer; the Triton interpreter has none.
     (On CPU tensors outside the interpreter, launches are only recorded and compiled for sm_90.)"""
     if dev.type == "cuda":
         return torch.cuda.get_device_capability(dev) >= (9, 0)
-    return os.environ.get("TRITON_INTERPRET", "0") in ("", "0")
+    return not _interpreted()
+
+
+def _schedule_args(p: _checks.IndexerProblem, workers: int) -> dict:
+    """indexer_metadata's arguments that a (sub-)problem fixes."""
+    return dict(batch=p.batch, layout_query=p.layout_query, sparse_count=p.sparse_count,
+                sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
+
+
+def _new_outputs(rows: int, p: _checks.IndexerProblem, device):
+    """Top-k indices [rows, k] int32 and values (float32 [rows, k], or [0] without values)."""
+    idx = torch.empty((rows, p.sparse_count), dtype=torch.int32, device=device)
+    val = torch.empty((rows, p.sparse_count) if p.return_value else (0,), dtype=torch.float32,
+                      device=device)
+    return idx, val
 
 
 def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out, *,
@@ -257,10 +276,8 @@ def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
     k = p.sparse_count
     cols = width // p.block_size
     windows = -(-p.max_blocks_per_seq // cols)
-    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
-                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     metas = indexer_metadata(asq, ask, max_seqlen_q=s1, window_keys=width, windows=windows,
-                             **lengths)
+                             **_schedule_args(p, workers))
     starts = torch.arange(windows, device=dev, dtype=torch.int64) * (width * p.cmp_ratio)
     asks = (ask.to(torch.int64)[None, :] - starts[:, None]).clamp_(min=0).to(torch.int32)
     # each window's top-k with values (the merge compares scores): A holds the merged result of
@@ -308,13 +325,12 @@ def _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_tabl
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
     sub-problem with its own lengths (computed on the device) and schedule."""
     rows = p.max_s1
-    lengths = dict(batch=p.batch, layout_query="TND", sparse_count=p.sparse_count,
-                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     for r0 in range(0, rows, rows_per_chunk):
         r1 = min(rows, r0 + rows_per_chunk)
         sub_asq, sub_ask = _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, p.sparse_mode == 3)
         sub = dataclasses.replace(p, max_s1=r1 - r0)
-        meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0, **lengths)
+        meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0,
+                                **_schedule_args(p, workers))
         _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
              block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
              p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width,
@@ -330,36 +346,33 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
     tnd = p.layout_query == "TND"
     s1 = p.max_s1
     k = p.sparse_count
-    windows = dict(key_windows=key_windows)
     rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
-    lengths = dict(batch=p.batch, layout_query=p.layout_query, sparse_count=k,
-                   sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio, workers=workers)
     if rows <= rows_per_chunk:
         meta = metadata  # key windows make their own schedules (and check this one)
         if meta is None and not key_windows:
-            meta = indexer_metadata(asq, ask, max_seqlen_q=s1, **lengths)
+            meta = indexer_metadata(asq, ask, max_seqlen_q=s1, **_schedule_args(p, workers))
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
              p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
-             **windows)
+             key_windows=key_windows)
     elif tnd:
         _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                            val_out, p=p, leading_zero=leading_zero,
                            rows_per_chunk=rows_per_chunk, workers=workers, width=width,
-                           **windows)
+                           key_windows=key_windows)
     elif rows_per_chunk >= s1:  # whole sequences per chunk
         per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
             b1 = min(p.batch, b0 + per_chunk)
             sub_asq = None if asq is None else asq[b0:b1]
             sub = dataclasses.replace(p, batch=b1 - b0)
-            lengths["batch"] = b1 - b0
-            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1, **lengths)
+            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1,
+                                    **_schedule_args(sub, workers))
             r0, r1 = b0 * s1, b1 * s1
             _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
                  block_table[b0:b1], meta, idx_out[r0:r1],
                  val_out[r0:r1] if p.return_value else val_out,
                  p=sub, rows=r1 - r0, s1=s1, leading_zero=False, workers=workers, width=width,
-                 **windows)
+                 key_windows=key_windows)
     else:
         # one sequence's S1 rows exceed a chunk: each sequence is a one-sequence TND problem
         # over its rows (rows past its length are TND's padding: -1), cut into token windows
@@ -372,7 +385,7 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
                                asq_b, ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
                                val_out[r0:r1] if p.return_value else val_out, p=one,
                                leading_zero=False, rows_per_chunk=rows_per_chunk,
-                               workers=workers, width=width, **windows)
+                               workers=workers, width=width, key_windows=key_windows)
 
 
 # capture paths already built and loaded by an eager call: (call signature, configs) -> True,
@@ -388,16 +401,14 @@ def _warm_capture_path(query, key, weights, qscale, kscale, asq, ask, block_tabl
     launch (launch.warming): its rows are `width` wide (the table's capacity, or key windows)
     where this eager call's follow the lengths, and a kernel cannot be loaded during a capture.
     Once per call signature and configuration; host work only."""
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    if _interpreted():
         return  # nothing to load
     sig = (p, rows, query.dtype, weights.dtype, qscale.dtype, kscale.dtype, asq is None,
            leading_zero, metadata is None, query.device, width, key_windows, topk_config(),
            tuple(sorted(configs.LOGITS.items())))
     if sig in _warmed:
         return
-    idx = torch.empty((rows, p.sparse_count), dtype=torch.int32, device=query.device)
-    val = torch.empty((rows, p.sparse_count) if p.return_value else (0,), dtype=torch.float32,
-                      device=query.device)
+    idx, val = _new_outputs(rows, p, query.device)
     with warming():
         _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx, val,
                p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
@@ -427,9 +438,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     rows = p.max_s1 if tnd else p.batch * p.max_s1
     k = p.sparse_count
     shape = (*query.shape[:-2], key.shape[2], k)
-    idx_out = torch.empty((rows, k), dtype=torch.int32, device=query.device)
-    val_out = torch.empty((rows, k) if p.return_value else (0,), dtype=torch.float32,
-                          device=query.device)
+    idx_out, val_out = _new_outputs(rows, p, query.device)
     cap = p.max_blocks_per_seq * p.block_size
     if rows == 0 or p.batch == 0 or cap == 0:
         idx_out.fill_(-1)
@@ -438,12 +447,13 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     query = query.reshape(rows, *query.shape[-2:]).contiguous()
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
-    if metadata is not None and query.device.type == "cuda" and not _in_graph_or_compile():
+    graph = _in_graph_or_compile()  # the lengths cannot be read
+    if metadata is not None and query.device.type == "cuda" and not graph:
         lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
     graph_width = configs.window_keys(rows, cap, p.block_size)
-    if _in_graph_or_compile():  # the lengths cannot be read: windows of keys beyond a budget
+    if graph:  # the table's width, or windows of keys beyond a budget
         width = graph_width
     else:
         width = cap  # keys per logits row
@@ -457,5 +467,5 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
                                key_windows=graph_width < cap)
     _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
            val_out, p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
-           key_windows=width < cap and _in_graph_or_compile())
+           key_windows=graph and width < cap)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out
