@@ -276,10 +276,12 @@ def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table,
     k = p.sparse_count
     cols = width // p.block_size
     windows = -(-p.max_blocks_per_seq // cols)
-    metas = indexer_metadata(asq, ask, max_seqlen_q=s1, window_keys=width, windows=windows,
-                             **_schedule_args(p, workers))
+    # window w's key lengths: shifted down by its start (a multiple of cmp_ratio, so SPEC §1.3's
+    # visible keys shift exactly), clamped at 0
     starts = torch.arange(windows, device=dev, dtype=torch.int64) * (width * p.cmp_ratio)
     asks = (ask.to(torch.int64)[None, :] - starts[:, None]).clamp_(min=0).to(torch.int32)
+    metas = indexer_metadata(asq, asks, max_seqlen_q=s1, window_keys=width,
+                             **_schedule_args(p, workers))
     # each window's top-k with values (the merge compares scores): A holds the merged result of
     # the windows so far, B the current window's, C the next merge's output
     a, b, c = ((empty((rows, k), torch.int32, dev), empty((rows, k), torch.float32, dev))

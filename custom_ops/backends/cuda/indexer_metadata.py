@@ -18,12 +18,11 @@ from .launch import launch
 
 
 @triton.jit
-def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo, keys_max,
+def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, keys_max,
                HAS_ASQ: tl.constexpr, TND: tl.constexpr, LEADING_ZERO: tl.constexpr,
                CMP: tl.constexpr, CAUSAL: tl.constexpr):
-    """Work units of rows (b, qb), int64, exactly as metadata.compute counts them; in a key
-    window, those of the sub-problem whose key lengths start `key_lo` compressed keys later and
-    whose block table holds `keys_max` keys (the indexer's key windows)."""
+    """Work units of rows (b, qb), int64, exactly as metadata.compute counts them, the keys of a
+    row clamped at `keys_max` (a key window's block table)."""
     in_range = rows < R
     b = rows // QB
     qb = rows % QB
@@ -39,7 +38,7 @@ def _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo, k
     else:
         s1 = tl.zeros_like(b) + S1
     s1 = s1.to(tl.int64)
-    s2 = tl.maximum(tl.load(ask_ptr + b, mask=in_range, other=0).to(tl.int64) - key_lo * CMP, 0)
+    s2 = tl.load(ask_ptr + b, mask=in_range, other=0).to(tl.int64)
     if q_block > 0:
         last = tl.minimum((qb + 1) * q_block, s1) - 1
         live = last >= qb * q_block
@@ -59,20 +58,21 @@ def _indexer_metadata_kernel(
         asq_ptr, ask_ptr,  # [B] / [B+1] int32 (or unused), [B] int32
         out_ptr,  # int32 [1024]
         B, R, S1, q_block, QB, k_block, sparse_count,
-        window_keys,  # > 0: program w schedules key window w (keys [w, w + 1) · window_keys)
+        window_keys,  # > 0: program w schedules key window w, whose key lengths are row w of
+        # ask_ptr [windows, B] and whose block table holds window_keys keys
         W: tl.constexpr, W_PAD: tl.constexpr, BLOCK_R: tl.constexpr, HAS_ASQ: tl.constexpr,
         TND: tl.constexpr, LEADING_ZERO: tl.constexpr, CMP: tl.constexpr, CAUSAL: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr, LEN: tl.constexpr):
     # unit counts fit int32 (the format stores them so); products w * total need int64
     win = tl.program_id(0)
-    key_lo = win.to(tl.int64) * window_keys
     keys_max = tl.where(window_keys > 0, window_keys, 2147483647).to(tl.int64)
+    ask_ptr += win * B
     out_ptr += win * LEN
     total = tl.zeros([], dtype=tl.int32)
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
-        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo,
-                           keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
+        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, keys_max,
+                           HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
         total += tl.sum(units.to(tl.int32), 0)
     w = tl.arange(0, W_PAD)
     first = (w.to(tl.int64) * total // W).to(tl.int32)
@@ -82,8 +82,8 @@ def _indexer_metadata_kernel(
     carry = tl.zeros([], dtype=tl.int32)
     for r0 in range(0, R, BLOCK_R):
         rows = r0 + tl.arange(0, BLOCK_R)
-        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, key_lo,
-                           keys_max, HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
+        units = _row_units(asq_ptr, ask_ptr, rows, R, B, S1, q_block, QB, k_block, keys_max,
+                           HAS_ASQ, TND, LEADING_ZERO, CMP, CAUSAL)
         cum = carry + tl.cumsum(units.to(tl.int32), 0)
         le = (cum[None, :] <= first[:, None]) & (rows < R)[None, :]
         row += tl.sum(le.to(tl.int32), 1)
@@ -117,20 +117,21 @@ def num_workers(device) -> int:
 
 def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch, max_seqlen_q,
                      layout_query, sparse_count, sparse_mode, cmp_ratio, workers,
-                     out=None, window_keys=0, windows=1) -> torch.Tensor:
+                     out=None, window_keys=0) -> torch.Tensor:
     """Launch the metadata kernel for lengths already on the target device (checked by the
-    caller). window_keys > 0: one schedule per key window ([windows, 1024], one launch), window
-    w being the sub-problem of compressed keys [w, w + 1) · window_keys."""
+    caller). window_keys > 0: one schedule per key window ([windows, 1024], one launch) for
+    key lengths [windows, B], each window's block table holding window_keys keys."""
     params = split_params(workers, max_seqlen_q)
     q_block = params.q_block if (params.q_block > 0 and max_seqlen_q > 0) else 0
     qb_count = -(-max_seqlen_q // q_block) if q_block else 1
     ask = actual_seq_lengths_key
     asq = actual_seq_lengths_query
+    windows = ask.shape[0] if window_keys else 1
     tnd = layout_query == "TND"
     if out is None:
         shape = (windows, md.METADATA_LEN) if window_keys else (md.METADATA_LEN,)
         out = torch.empty(shape, dtype=torch.int32, device=ask.device)
-    launch(_indexer_metadata_kernel, (windows if window_keys else 1,),
+    launch(_indexer_metadata_kernel, (windows,),
         ask if asq is None else asq, ask, out, batch, batch * qb_count, max_seqlen_q, q_block,
         qb_count, params.k_block, sparse_count, window_keys,
         W=workers, W_PAD=triton.next_power_of_2(workers), BLOCK_R=64,
