@@ -187,7 +187,8 @@ def window_keys(rows: int, cap: int, block_size: int, budget: int | None = None)
 def sample_columns(width: int) -> int:
     """Columns after a logits row of `width` keys holding its every SAMPLE_EVERY-th score
     (rounded to 16, so that rows stay 64-byte aligned)."""
-    return -(-(-(-width // SAMPLE_EVERY)) // 16) * 16
+    sampled = -(-width // SAMPLE_EVERY)
+    return -(-sampled // 16) * 16
 
 
 def threshold_samples(cap: int, tc: TopkConfig) -> int:
