@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 
 import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import bench_indexer as bi  # noqa: E402  (the bar cases' inputs)
+import bench_indexer as bi  # the bar cases' inputs (scripts/ is on the path of a script)
 
 TILES = 4096  # key tiles per program in the inner-loop runs
 POOL = 64  # distinct key tiles (L2-resident)
@@ -145,16 +143,6 @@ if gluon is not None:
         gl.store(out_ptr + (gl.program_id(0) * 2 + WG) * 64 + offs, r)
 
     @gluon.jit
-    def _pp_consumer0(k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr, ITERS,
-                      STAGES: gl.constexpr, TURNS: gl.constexpr):
-        _pp_consumer(k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr, ITERS, 0, STAGES, TURNS)
-
-    @gluon.jit
-    def _pp_consumer1(k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr, ITERS,
-                      STAGES: gl.constexpr, TURNS: gl.constexpr):
-        _pp_consumer(k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr, ITERS, 1, STAGES, TURNS)
-
-    @gluon.jit
     def _pp_loader(k_desc, k_smem, ready, empty, ITERS, NT: gl.constexpr, STAGES: gl.constexpr):
         for j in range(ITERS):
             s = j % STAGES
@@ -182,8 +170,12 @@ if gluon is not None:
         tma.async_copy_global_to_shared(q_desc, [0, 0], qbar, q_smem.index(0))
         tma.async_copy_global_to_shared(q_desc, [128, 0], qbar, q_smem.index(1))
         mbarrier.wait(qbar, phase=0)
-        args = (k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr, ITERS, STAGES, TURNS)
-        gl.warp_specialize([(_pp_consumer0, args), (_pp_consumer1, args),
+        WG0: gl.constexpr = 0
+        WG1: gl.constexpr = 1
+        gl.warp_specialize([(_pp_consumer, (k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr,
+                                            ITERS, WG0, STAGES, TURNS)),
+                            (_pp_consumer, (k_smem, q_smem, ready, empty, turn, w_ptr, out_ptr,
+                                            ITERS, WG1, STAGES, TURNS)),
                             (_pp_loader, (k_desc, k_smem, ready, empty, ITERS, NT, STAGES))],
                            [4, 1], [232, 40])
 
