@@ -1,6 +1,6 @@
 """Where phase 1 of the CUDA indexer spends its time (one device call; NOTES.md, session 10).
 
-    PYTHONPATH=$PWD python3 scripts/bench_phase1_floor.py [--only floor|overlap]
+    PYTHONPATH=$PWD python3 scripts/bench_phase1_floor.py [--only floor|overlap|together]
 
 1. `floor`: the logits kernel's time on each bar case with the key cache read from HBM (random
    pages, as bench_indexer.py) against the same call over an L2-resident cache (every sequence's
@@ -15,6 +15,14 @@
    with a loader warp (ping-pong: one's dots under the other's epilogue), against the same
    warpgroups without turns. Times are per key tile per SM; cycles at the SM clock nvidia-smi
    reports before the runs.
+3. `together`: can one SM run tensor-core dots and an epilogue at the same time at all? One
+   kernel, two kinds of program: "dots" programs run only the n4 tile's two int8 (or fp16) dots,
+   accumulating in place (no instruction but the loads and the wgmma), "epilogue" programs only
+   an epilogue of three or four instructions per score on values already in registers (no
+   tensor core). Two programs start on every SM (%smid, checked) and take their roles in the
+   order they start. Each line times one dots program per SM alone, one
+   epilogue program per SM alone, and both on every SM, and prints how the together time
+   compares with their sum and their maximum.
 """
 from __future__ import annotations
 
@@ -226,14 +234,106 @@ def overlap():
                                                      TURNS=turns, num_warps=4), 2 * TILES)
 
 
+@triton.jit
+def _smid():
+    return tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r", [], dtype=tl.int32, is_pure=False,
+                                     pack=1)
+
+
+@triton.jit
+def _together_kernel(q_ptr, k_ptr, w_ptr, out_ptr, cnt_ptr, ITERS, FIRST, SECOND,
+                     NT: tl.constexpr, EPI: tl.constexpr):
+    """The first program to start on an SM takes role FIRST, the second SECOND, and both wait
+    until both have started (the caller checks that every SM got two). Roles: 0 none, 1 the
+    dots of ITERS key tiles, 2 the epilogue of as many tiles (two [64, 128] halves each). EPI 0:
+    FADD, FMNMX, FFMA per score; 1: LOP3, I2FP, FMNMX, FFMA (the int8 epilogue and the xor that
+    makes each tile's values new); 2: FADD, FADD |f|, FFMA (no ALU-pipe instruction)."""
+    pid = tl.program_id(0)
+    sm = _smid()
+    role = tl.where(tl.atomic_add(cnt_ptr + sm, 1) == 0, FIRST, SECOND)
+    spins = 0
+    while (tl.atomic_add(cnt_ptr + sm, 0) < 2) & (spins < 1000000):
+        spins += 1
+    offs_k = tl.arange(0, 64)
+    offs_d = tl.arange(0, 128)
+    offs_n = tl.arange(0, 128)
+    q0 = tl.load(q_ptr + offs_n[:, None] * 128 + offs_d[None, :])
+    w = tl.load(w_ptr + offs_n)
+    r = tl.zeros([64], tl.float32)
+    if role == 1:
+        q1 = tl.load(q_ptr + (128 + offs_n)[:, None] * 128 + offs_d[None, :])
+        ACC: tl.constexpr = tl.int32 if q0.dtype == tl.int8 else tl.float32
+        a0 = tl.zeros([64, 128], ACC)
+        a1 = tl.zeros([64, 128], ACC)
+        for i in tl.range(0, ITERS, num_stages=3):
+            k = tl.load(k_ptr + (((i + pid) % NT) * 64 + offs_k)[:, None] * 128 + offs_d[None, :])
+            a0 = tl.dot(k, tl.trans(q0), a0, out_dtype=ACC)
+            a1 = tl.dot(k, tl.trans(q1), a1, out_dtype=ACC)
+        r = tl.sum((a0 + a1).to(tl.float32), axis=1)
+    elif role == 2:
+        # values in the dot accumulator's register layout, as the real epilogue gets them
+        k = tl.load(k_ptr + ((pid % NT) * 64 + offs_k)[:, None] * 128 + offs_d[None, :])
+        base = tl.dot(k.to(tl.int8), tl.trans(q0.to(tl.int8)), out_dtype=tl.int32)
+        basef = base.to(tl.float32)
+        acc = tl.zeros([64, 2], tl.float32)
+        for i in range(0, 2 * ITERS):
+            if EPI == 0:
+                y = tl.maximum(basef + i.to(tl.float32), 0.0) * w[None, :]
+            elif EPI == 1:
+                y = tl.maximum((base ^ i).to(tl.float32), 0.0) * w[None, :]
+            else:
+                f = basef + i.to(tl.float32)
+                y = (f + tl.abs(f)) * w[None, :]
+            acc += tl.sum(tl.reshape(y, [64, 2, 64]), axis=2)
+        r = tl.sum(acc, axis=1)
+    tl.store(out_ptr + pid * 64 + offs_k, r)
+
+
+def together():
+    out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    clock = float(out.split()[0]) * 1e6
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q = torch.randint(-127, 128, (256, 128), generator=g, device="cuda", dtype=torch.int8)
+    k = torch.randint(-127, 128, (POOL * 64, 128), generator=g, device="cuda", dtype=torch.int8)
+    w = torch.randn(256, generator=g, device="cuda")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    res = torch.empty(2 * sms * 64, device="cuda")
+    cnt = torch.zeros(256, device="cuda", dtype=torch.int32)
+    print(f"cycles per key tile per SM at {clock / 1e6:.0f} MHz; one dots and/or one epilogue "
+          "program on every SM")
+    print(f"{'dots':<8} {'epilogue':<24} {'dots':>6} {'epi':>6} {'both':>6} "
+          f"{'both/sum':>9} {'both/max':>9}")
+    epis = ("FADD FMNMX FFMA", "LOP3 I2FP FMNMX FFMA", "FADD FADD|f| FFMA")
+    for dt in (torch.int8, torch.float16):
+        qq, kk = q.to(dt), k.to(dt)
+        for epi, label in enumerate(epis):
+            cyc = []
+            for first, second in ((1, 0), (0, 2), (1, 2)):
+                def fn():
+                    cnt.zero_()
+                    _together_kernel[(2 * sms,)](qq, kk, w, res, cnt, TILES, first, second,
+                                                 NT=POOL, EPI=epi, num_warps=4)
+                fn()
+                torch.cuda.synchronize()
+                assert bool((cnt[:sms] == 2).all()) and int(cnt.sum()) == 2 * sms, \
+                    f"not two programs on every SM: {cnt[:sms].tolist()}"
+                cyc.append(triton.testing.do_bench(fn, warmup=5, rep=50) * 1e-3 / TILES * clock)
+            d, e, b = cyc
+            print(f"{str(dt)[6:]:<8} {label:<24} {d:6.0f} {e:6.0f} {b:6.0f} {b / (d + e):9.2f} "
+                  f"{b / max(d, e):9.2f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=("floor", "overlap"))
+    ap.add_argument("--only", choices=("floor", "overlap", "together"))
     opts = ap.parse_args()
     if opts.only in (None, "floor"):
         floor()
     if opts.only in (None, "overlap"):
         overlap()
+    if opts.only in (None, "together"):
+        together()
 
 
 if __name__ == "__main__":

@@ -145,16 +145,16 @@ def _dot(k, q):
 @triton.jit
 def _head_sum(x, ks, a):
     """kscale · Σ_g a[g] · ReLU(x[:, g]) for the dots x [BLOCK_K, H] of one token: [BLOCK_K]."""
-    score = tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks
-    return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
+    # + 0.0 turns a -0.0 score into +0.0 (they must sort alike) in the same FFMA as the scale,
+    # bit-identical otherwise: the product is rounded once either way
+    return tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks + 0.0
 
 
 @triton.jit
 def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr):
     """[BLOCK_K, NQ] scores from the dots x [BLOCK_K, NQ·H] of NQ stacked tokens."""
     w = tl.maximum(x.to(tl.float32), 0.0) * a[None, :]
-    score = tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None]
-    return tl.where(score == 0.0, 0.0, score)  # -0.0 sorts as +0.0
+    return tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None] + 0.0  # as above
 
 
 @triton.jit
