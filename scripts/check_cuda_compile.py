@@ -1,11 +1,11 @@
-"""Compile the CUDA backend's Triton kernels for sm_90 without a GPU, exactly as this checkout's
-configuration launches them, and print one aligned line per kernel variant: registers per
-thread, spill bytes (the stack frame) and shared memory. Compile errors in the paths only a GPU runs
+"""Compile the CUDA backend's Triton kernels (and its Gluon one) for sm_90 without a GPU, exactly
+as this checkout's configuration launches them, and print one aligned line per kernel variant:
+registers per thread, spill bytes (the stack frame) and shared memory. Compile errors in the paths only a GPU runs
 (TMA descriptors, programmatic dependent launch) and register spills show up before a device
 is lent; the numbers also give each variant's occupancy.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
-    PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops]
+    PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops] [--sass-hash]
         [--threshold-step 2] [--block-n N] [--samples N]
 
 How: the indexer runs on small CPU inputs with every Triton launch replaced by a recorder (the
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import hashlib
 import inspect
 import os
 import re
@@ -36,9 +37,11 @@ import tempfile
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
 from triton.runtime.jit import mangle_type
 
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
+from custom_ops.backends.cuda import indexer_logits_gluon
 from custom_ops.testing import make_indexer_inputs
 from cuda_indexer_call import add_topk_options, call, with_topk_options
 
@@ -75,9 +78,9 @@ def compile_launch(fn, args, kwargs):
     attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(args)
              if (isinstance(a, torch.Tensor) and a.data_ptr() % 16 == 0)
              or (isinstance(a, int) and not isinstance(a, bool) and a % 16 == 0)}
-    src = triton.compiler.ASTSource(fn=fn, signature=signature,
-                                    constexprs={(names.index(k),): v for k, v in constexprs.items()},
-                                    attrs=attrs)
+    source = GluonASTSource if isinstance(fn, GluonJITFunction) else triton.compiler.ASTSource
+    src = source(fn=fn, signature=signature,
+                 constexprs={(names.index(k),): v for k, v in constexprs.items()}, attrs=attrs)
     options = {k: kwargs[k] for k in LAUNCH_OPTIONS if k in kwargs}
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
@@ -104,16 +107,27 @@ def variant(fn, kwargs) -> str:
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 
-def innermost_loop(kernel) -> str:
-    """The largest loop of the SASS whose body holds no other loop: its length and mix."""
+def sass_instructions(kernel) -> list:
+    """(address, text) of every instruction of the kernel's SASS."""
     tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
         sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True,
                               check=True).stdout
-    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in
-           re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    return [(int(m.group(1), 16), m.group(2).strip()) for m in
+            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+
+
+def sass_hash(kernel) -> str:
+    """A digest of the SASS: equal digests before and after a refactor mean the GPU runs the
+    same code (what the device measured still holds)."""
+    return hashlib.md5(repr(sass_instructions(kernel)).encode()).hexdigest()[:12]
+
+
+def innermost_loop(kernel) -> str:
+    """The largest loop of the SASS whose body holds no other loop: its length and mix."""
+    ins = sass_instructions(kernel)
     loops = []
     for adr, text in ins:
         m = re.search(r"BRA (0x[0-9a-f]+)", text)
@@ -135,6 +149,8 @@ def main():
     ap.add_argument("--pdl", action="store_true", help="phase 2 as programmatic dependents")
     ap.add_argument("--loops", action="store_true",
                     help="also each variant's largest innermost SASS loop (instructions, mix)")
+    ap.add_argument("--sass-hash", action="store_true",
+                    help="also a digest of each variant's SASS (compare before/after a refactor)")
     add_topk_options(ap, "threshold_step", "block_n", "samples")
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
@@ -147,6 +163,8 @@ def main():
         setattr(cuda_indexer, name, Recorder(getattr(cuda_indexer, name), calls))
     meta = indexer_metadata._indexer_metadata_kernel
     indexer_metadata._indexer_metadata_kernel = Recorder(meta, calls)
+    gluon = indexer_logits_gluon._indexer_logits_gluon_kernel
+    indexer_logits_gluon._indexer_logits_gluon_kernel = Recorder(gluon, calls)
     for i, case in enumerate(CASES):
         for qk in (torch.int8, FP8):
             args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
@@ -166,7 +184,7 @@ def main():
         kernel = compile_launch(fn, args, kwargs)
         res = resources(kernel)
         spills += int(res["STACK"]) > 0
-        warps = kwargs.get("num_warps", 4)
+        warps = kernel.metadata.num_warps  # a Gluon kernel's workers included
         per_sm = min(65536 // (int(res["REG"]) * 32 * warps),
                      233472 // max(int(res["SHARED"]), 1), 64 // warps)
         print(f"{fn.__name__:<28} regs {res['REG']:>3}  stack {res['STACK']:>5}  "
@@ -174,6 +192,8 @@ def main():
               flush=True)
         if opts.loops:
             print(f"    {innermost_loop(kernel)}", flush=True)
+        if opts.sass_hash:
+            print(f"    sass {sass_hash(kernel)}", flush=True)
     print(f"{len(seen)} variants compiled for sm_90, {spills} spilling")
     sys.exit(1 if spills else 0)
 

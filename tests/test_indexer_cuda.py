@@ -445,6 +445,7 @@ def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
 
 
 @pytest.mark.parametrize("option", [("tma", False, True), ("scale_pairs", False, True),
+                                    ("gluon_stages", 0, 5),
                                     ("max_stack", 1, 4), ("split_dot", False, True),
                                     ("rotate_epilogue", False, True)],
                          ids=lambda o: o[0])
@@ -454,10 +455,10 @@ def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
                          ids=["single", "pair", "stacked", "prefill"])
 def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, layout):
     """Phase 1's tuning options — key tiles by TMA descriptor (page-contiguous tiles only), 2-byte
-    key scales read as int32 pairs, tokens stacked into one dot (1: the per-token loop), the
-    stacked tokens as two halves' dots, the second half's epilogue deferred to the next tile —
-    give the same bits as the plain kernel, on every phase-1 path, with a cache strided along
-    the block axis."""
+    key scales read as int32 pairs, the Gluon kernel (int8 decode), tokens stacked into one dot
+    (1: the per-token loop), the stacked tokens as two halves' dots, the second half's epilogue
+    deferred to the next tile — give the same bits as the plain kernel, on every phase-1 path,
+    with a cache strided along the block axis."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     name, *values = option
@@ -476,6 +477,38 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("block_size", [64, 256])
+@pytest.mark.parametrize("scale_dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("q_lens,layout,mode", [([1, 1, 1, 1], "BSND", 3), ([2, 1, 2], "BSND", 3),
+                                                ([4, 3, 1], "BSND", 0), ([1, 2], "TND", 3)],
+                         ids=["single", "pair", "stacked", "tnd"])
+def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, scale_dtype,
+                                         block_size):
+    """The Gluon phase 1 (int8 decode) writes the Triton kernel's logits: same indices and
+    score bits, for both scale types, pages of one and of several tiles, both masks, BSND and
+    TND, with a cache strided along the block axis; and it did run."""
+    import dataclasses
+    pytest.importorskip("triton.experimental.gluon")
+    from custom_ops.backends.cuda import configs, indexer_logits_gluon
+    runs = []
+    real = indexer_logits_gluon.launch_logits
+    monkeypatch.setattr(indexer_logits_gluon, "launch_logits",
+                        lambda *a, **k: runs.append(1) or real(*a, **k))
+    args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[9000, 3000, 700, 130][:len(q_lens)],
+                                       layout=layout, scale_dtype=scale_dtype,
+                                       block_size=block_size, sparse_mode=mode, sparse_count=512,
+                                       return_value=True, device="cuda", seed=5)
+    outs = []
+    for stages in (0, 5):
+        for key, lc in list(configs.LOGITS.items()):
+            monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(lc, gluon_stages=stages))
+        poison()
+        outs.append(op(*args, **kwargs))
+        assert_indexer_close(*outs[-1], args, kwargs)
+    assert runs, "the Gluon kernel did not run"
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 

@@ -71,6 +71,13 @@ class LogitsConfig:
     # prefill 4096@32K 4826 -> 4443; int8 within noise at next_n 2 and 4, prefill 3461 -> 3676;
     # one-token path slower (64 -> 126 registers int8: B64 209 -> 250 µs) (H200, session 7)
     rotate_epilogue: bool = False
+    # > 0: phase 1 as the Gluon kernel (indexer_logits_gluon) with rings of this many key tiles,
+    # where it applies (int8 decode, next_n <= 4, page-contiguous tiles, TMA-describable cache,
+    # scales and query; else the Triton kernel with the fields above): one CTA per SM, two
+    # loader warps issue the copies, two consumer warpgroups store the scores from the
+    # accumulators' registers. B64 64K logits, H200: next_n=1 152.0 -> 144.1 µs, 2 197.6 ->
+    # 191.7-193.9, 4 343.8 -> 328.2 (bit-identical; session 11)
+    gluon_stages: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,14 +134,14 @@ LOGITS = {
     # 64 registers: 8 programs per SM, one wave (the sample's stores took it to 72 uncapped;
     # with rotate_epilogue, never used here, the cap spills)
     ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3,
-                                     max_registers=64),
+                                     max_registers=64, gluon_stages=5),
     # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
     # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
     # session 8)
     ("int8", "pair"): LogitsConfig(block_k=64, programs_per_worker=3, num_warps=4, num_stages=5,
-                                   tma=True),
+                                   tma=True, gluon_stages=5),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
-                                      tma=True, split_dot=True),
+                                      tma=True, split_dot=True, gluon_stages=5),
     ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                       tma=True, max_stack=4, split_dot=True),
     # fp8 one-token: 116 registers leave 4 programs per SM, whose 3-stage pipelines left the

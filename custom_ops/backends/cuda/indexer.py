@@ -1,4 +1,5 @@
-"""CUDA backend of npu_vllm_quant_lightning_indexer: two Triton phases over a bounded workspace.
+"""CUDA backend of npu_vllm_quant_lightning_indexer: two Triton phases over a bounded workspace
+(phase 1 of int8 decode as a Gluon kernel where it applies: indexer_logits_gluon).
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
@@ -34,6 +35,11 @@ from . import configs
 from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
+
+try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's int8 decode kernel
+    from . import indexer_logits_gluon
+except ImportError:
+    indexer_logits_gluon = None
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import empty, is_warming, launch, warming
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
@@ -189,25 +195,36 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
     contig = p.block_size % lc.block_k == 0
-    tma = lc.tma and contig and _tma_ok(key)
-    keys = key
-    if tma:  # the cache as [NB, PAGE, D] (strided along blocks only), one bulk copy per tile
-        keys = TensorDescriptor(key, shape=[key.shape[0], key.shape[1], key.shape[3]],
-                                strides=[key.stride(0), key.stride(1), 1],
-                                block_shape=[1, lc.block_k, key.shape[3]])
-    launch(_indexer_logits_kernel, (workers * lc.programs_per_worker,),
-        query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
-        block_table, block_table.stride(0), asq_arg, ask, meta,
-        meta if check is None else check, err, logits, stride,
-        p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
-        FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
-        KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=lc.split_dot and nq >= 4,
-        ROTATE=lc.rotate_epilogue,
-        NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
-        P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
-        FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
-        num_warps=lc.num_warps, **common,
-        **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
+    split = lc.split_dot and nq >= 4
+    # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
+    if (lc.gluon_stages and indexer_logits_gluon is not None and not pdl and not _interpreted()
+            and indexer_logits_gluon.applies(query, key, kscale, mode, nq, split, lc.block_k)):
+        indexer_logits_gluon.launch_logits(
+            workers, query, weights, qscale, key, kscale,
+            block_table, asq_arg, ask, meta, meta if check is None else check, err, logits,
+            stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
+            stages=lc.gluon_stages, common=common,
+            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN)
+    else:
+        tma = lc.tma and contig and _tma_ok(key)
+        keys = key
+        if tma:  # the cache as [NB, PAGE, D] (strided along blocks only), one bulk copy per tile
+            keys = TensorDescriptor(key, shape=[key.shape[0], key.shape[1], key.shape[3]],
+                                    strides=[key.stride(0), key.stride(1), 1],
+                                    block_shape=[1, lc.block_k, key.shape[3]])
+        launch(_indexer_logits_kernel, (workers * lc.programs_per_worker,),
+            query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
+            block_table, block_table.stride(0), asq_arg, ask, meta,
+            meta if check is None else check, err, logits, stride,
+            p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
+            FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
+            KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=split,
+            ROTATE=lc.rotate_epilogue,
+            NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
+            P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
+            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
+            num_warps=lc.num_warps, **common,
+            **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
     # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
     # (its launch overlaps that kernel's tail; it waits for its writes before reading)
     dep = dict(PDL=pdl, launch_pdl=pdl)

@@ -61,6 +61,44 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 
 @triton.jit
+def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr):
+    """The schedule's q_block, k_block and query blocks per sequence QB, worker `worker`'s first
+    unit (b, qb, kb), and the contiguous share [lo, hi) of its units that is program `sub`'s
+    (of P): within one row they are consecutive key blocks, so each row's keys form one loop."""
+    q_block = tl.load(md_ptr + 3)
+    k_block = tl.load(md_ptr + 4)
+    QB = tl.load(md_ptr + 7)
+    rec = md_ptr + HEADER + 4 * worker
+    b = tl.load(rec)
+    qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
+    kb = tl.maximum(tl.load(rec + 2), 0)
+    count = tl.load(rec + 3)
+    return q_block, k_block, QB, b, qb, kb, sub * count // P, (sub + 1) * count // P
+
+
+@triton.jit
+def row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP, CAUSAL: tl.constexpr):
+    """For the query tokens [s_lo, s_hi) of s1 of a row (against s2 keys), from key block kb
+    on, at position i of the worker's range: the row's keys (those its last token sees), its
+    units (how far i moves on), and the part [a, e) of the range in the share [lo, hi); when
+    a < e the keys [(kb + a - i)·k_block, min((kb + e - i)·k_block, keys)) are the program's."""
+    keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), KEYS_MAX)
+    units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
+    run = tl.maximum(units - kb, 0)
+    return keys, run, tl.maximum(i, lo), tl.minimum(i + run, hi)
+
+
+@triton.jit
+def next_row(b, qb, QB):
+    """The unit row after (b, qb): the next query block, or the next sequence's first."""
+    qb += 1
+    if qb >= QB:
+        qb = 0
+        b += 1
+    return b, qb
+
+
+@triton.jit
 def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
               TND: tl.constexpr, FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
     """Whether the metadata describes this call: format v1, CUDA, W workers, tiles it can run."""
@@ -305,19 +343,8 @@ def _indexer_logits_kernel(
     if pid == 0:
         tl.store(err_ptr, tl.where(ok, 0, 1))
     if ok:
-        q_block = tl.load(md_ptr + 3)
-        k_block = tl.load(md_ptr + 4)
-        QB = tl.load(md_ptr + 7)
-        rec = md_ptr + HEADER + 4 * worker
-        b = tl.load(rec)
-        qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
-        kb = tl.maximum(tl.load(rec + 2), 0)
-        count = tl.load(rec + 3)
+        q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(md_ptr, worker, sub, P, HEADER)
         offs_k = tl.arange(0, BLOCK_K)
-        # this program's contiguous share [lo, hi) of the worker's units: within one row they
-        # are consecutive key blocks, so the key loop below is long and software-pipelined
-        lo = sub * count // P
-        hi = (sub + 1) * count // P
         i = 0
         while (i < hi) & (b >= 0) & (b < B):
             row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
@@ -328,11 +355,8 @@ def _indexer_logits_kernel(
             else:
                 s_lo = 0
                 s_hi = s1
-            keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), KEYS_MAX)
-            units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
-            run = tl.maximum(units - kb, 0)  # this row's units, from position i of the range
-            a = tl.maximum(i, lo)
-            e = tl.minimum(i + run, hi)
+            keys, run, a, e = row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP,
+                                        CAUSAL)
             if a < e:
                 j0 = (kb + a - i) * k_block
                 j1 = tl.minimum((kb + e - i) * k_block, keys)
@@ -398,7 +422,4 @@ def _indexer_logits_kernel(
                                               _head_sum(_dot(k, q), ks, qa), j < vis)
             i += run
             kb = 0
-            qb += 1
-            if qb >= QB:
-                qb = 0
-                b += 1
+            b, qb = next_row(b, qb, QB)
