@@ -196,12 +196,14 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                   LEADING_ZERO=leading_zero)
     contig = p.block_size % lc.block_k == 0
     split = lc.split_dot and nq >= 4
+    check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     if (lc.gluon_stages and indexer_logits_gluon is not None and not pdl and not _interpreted()
-            and indexer_logits_gluon.applies(query, key, kscale, mode, nq, split, lc.block_k)):
+            and contig and _tma_ok(key)
+            and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k)):
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,
-            block_table, asq_arg, ask, meta, meta if check is None else check, err, logits,
+            block_table, asq_arg, ask, meta, check, err, logits,
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
             stages=lc.gluon_stages, common=common,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN)
@@ -214,8 +216,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                                     block_shape=[1, lc.block_k, key.shape[3]])
         launch(_indexer_logits_kernel, (workers * lc.programs_per_worker,),
             query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
-            block_table, block_table.stride(0), asq_arg, ask, meta,
-            meta if check is None else check, err, logits, stride,
+            block_table, block_table.stride(0), asq_arg, ask, meta, check, err, logits, stride,
             p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
             FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
             KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=split,

@@ -27,8 +27,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, war
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .indexer_logits import (SAMPLE_EVERY, batch_rows, header_ok, next_row, row_share,
-                             visible_keys, worker_share)
+from .indexer_logits import (_head_sums, _store_scores, batch_rows, header_ok, next_row,
+                             row_share, visible_keys, worker_share)
 from .launch import launch
 
 # one CTA per SM: two consumer warpgroups (each 2 x 64 int32 accumulators of 64 x 128 and the
@@ -37,17 +37,15 @@ CONSUMER_REGISTERS = gl.constexpr(232)
 LOADER_REGISTERS = gl.constexpr(24)
 
 
-def applies(query, key, kscale, mode: int, nq: int, split: bool, block_k: int) -> bool:
-    """Whether this kernel can run the call: int8 decode (one token, two, or four stacked as two
-    halves: a dot is at most 128 columns), page-contiguous 64-key tiles, and the cache, its
-    scales and the query describable by TMA (16-byte aligned bases and strides, unit innermost
-    strides)."""
+def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int) -> bool:
+    """Whether this kernel can run a call whose key tiles are page-contiguous and whose cache a
+    TMA descriptor can describe (the caller checks both): int8 decode (one token, two, or four
+    stacked as two halves: a dot is at most 128 columns) in 64-key tiles, and key scales and
+    query describable by TMA too (16-byte aligned bases and strides, unit innermost strides)."""
     def tma_ok(t, strides):
         return t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in strides)
     return (query.dtype == torch.int8 and mode in (1, 2) and nq in (1, 2, 4)
             and (nq // 2 if split else nq) <= 2 and block_k == 64
-            and key.shape[1] % block_k == 0 and key.stride(1) == key.shape[3]
-            and key.stride(3) == 1 and tma_ok(key, [key.stride(0)])
             and kscale.stride(1) == 1 and tma_ok(kscale, [kscale.stride(0)])
             and query.is_contiguous() and tma_ok(query, []))
 
@@ -138,23 +136,11 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
 
 
 @gluon.jit
-def _half_scores(x, qa, ks, NH: gl.constexpr, H: gl.constexpr):
-    """kscale · Σ_g qa[g] · ReLU(x[:, g]) per token of the half: [BLOCK_K, NH]; + 0.0 turns
-    -0.0 into +0.0 in the scale's FFMA (bit-identical otherwise, as in the Triton kernel)."""
-    y = gl.maximum(x.to(gl.float32), 0.0) * gl.expand_dims(qa, 0)
-    s = gl.sum(gl.reshape(y, [x.shape[0], NH, H]), axis=2)
-    return s * gl.expand_dims(ks, 1) + 0.0
-
-
-@gluon.jit
 def _store_half(out_ptr, stride_out, KEYS_MAX, rows, vis, j, j0, score):
-    """Scores [BLOCK_K, NH] of keys j for rows `rows` (each up to its `vis` keys, none below
-    j0), and the sampled ones again after the row's KEYS_MAX logits."""
+    """Scores [BLOCK_K, NH] of keys j for rows `rows`, each up to its `vis` keys, none below j0."""
     jj = gl.expand_dims(j, 1)
-    m = (jj >= j0) & (jj < gl.expand_dims(vis, 0))
-    base = out_ptr + gl.expand_dims(rows, 0) * stride_out
-    gl.store(base + jj, score, mask=m)
-    gl.store(base + KEYS_MAX + jj // SAMPLE_EVERY, score, mask=m & (jj % SAMPLE_EVERY == 0))
+    _store_scores(out_ptr + gl.expand_dims(rows, 0) * stride_out, KEYS_MAX, jj, score,
+                  (jj >= j0) & (jj < gl.expand_dims(vis, 0)))
 
 
 @gluon.jit
@@ -230,10 +216,10 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                     mbarrier.arrive(empty.index(s))
                     j = t + offs_k
                     _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
-                                _half_scores(x0, qa0, ks, NH, H))
+                                _head_sums(x0, ks, qa0, NH, H))
                     if SPLIT:
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
-                                    _half_scores(x1, qa1, ks, NH, H))
+                                    _head_sums(x1, ks, qa1, NH, H))
                     c += 1
                 mbarrier.arrive(q_empty)
                 seg += 1
