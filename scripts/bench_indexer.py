@@ -261,11 +261,12 @@ def sweep(bw, only=""):
     # (earlier sweeps of tiles, programs, stacking, register caps, split dots, stages: NOTES.md)
     # (session 7: the rotated epilogue, and the one-token path's pipeline depth and TMA, each
     # against the configuration it replaced; session 8: the per-tile reload of the head weights,
-    # slower everywhere, and 3 programs for two int8 tokens, kept)
-    logits = {(64, 1): [dict(tma=False, num_stages=3)],
-              (64, 4): [dict(rotate_epilogue=False)],
-              (1, 4096): [dict(rotate_epilogue=False)],
-              (64, 2): [dict(programs_per_worker=2)]}
+    # slower everywhere, and 3 programs for two int8 tokens, kept; session 12: the Triton kernel
+    # where the Gluon one runs, for int8 and fp8 decode)
+    triton_kernel = dict(gluon_stages=0)
+    logits = {(64, 1): [triton_kernel], (64, 4): [triton_kernel], (1, 1): [triton_kernel],
+              (8, 1): [triton_kernel], (1, 4096): [dict(rotate_epilogue=False)],
+              (64, 2): [triton_kernel]}
     sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;

@@ -455,10 +455,10 @@ def test_tnd_decode_stacks_tokens_and_keeps_ties_exact(dtype):
                          ids=["single", "pair", "stacked", "prefill"])
 def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, layout):
     """Phase 1's tuning options — key tiles by TMA descriptor (page-contiguous tiles only), 2-byte
-    key scales read as int32 pairs, the Gluon kernel (int8 decode), tokens stacked into one dot
-    (1: the per-token loop), the stacked tokens as two halves' dots, the second half's epilogue
-    deferred to the next tile — give the same bits as the plain kernel, on every phase-1 path,
-    with a cache strided along the block axis."""
+    key scales read as int32 pairs, the Gluon kernel (int8 and fp8 decode), tokens stacked into
+    one dot (1: the per-token loop), the stacked tokens as two halves' dots, the second half's
+    epilogue deferred to the next tile — give the same bits as the plain kernel, on every
+    phase-1 path, with a cache strided along the block axis."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     name, *values = option
@@ -482,14 +482,15 @@ def test_logits_options_give_the_same_bits(monkeypatch, option, dtype, q_lens, l
 
 @pytest.mark.parametrize("block_size", [64, 256])
 @pytest.mark.parametrize("scale_dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("qk_dtype", [torch.int8, torch.float8_e4m3fn], ids=["int8", "fp8"])
 @pytest.mark.parametrize("q_lens,layout,mode", [([1, 1, 1, 1], "BSND", 3), ([2, 1, 2], "BSND", 3),
                                                 ([4, 3, 1], "BSND", 0), ([1, 2], "TND", 3)],
                          ids=["single", "pair", "stacked", "tnd"])
-def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, scale_dtype,
+def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_dtype, scale_dtype,
                                          block_size):
-    """The Gluon phase 1 (int8 decode) writes the Triton kernel's logits: same indices and
-    score bits, for both scale types, pages of one and of several tiles, both masks, BSND and
-    TND, with a cache strided along the block axis; and it did run."""
+    """The Gluon phase 1 (int8 and fp8 decode) writes the Triton kernel's logits: same indices
+    and score bits, for both scale types, pages of one and of several tiles, both masks, BSND
+    and TND, with a cache strided along the block axis; and it did run."""
     import dataclasses
     pytest.importorskip("triton.experimental.gluon")
     from custom_ops.backends.cuda import configs, indexer_logits_gluon
@@ -498,7 +499,7 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, scal
     monkeypatch.setattr(indexer_logits_gluon, "launch_logits",
                         lambda *a, **k: runs.append(1) or real(*a, **k))
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[9000, 3000, 700, 130][:len(q_lens)],
-                                       layout=layout, scale_dtype=scale_dtype,
+                                       layout=layout, qk_dtype=qk_dtype, scale_dtype=scale_dtype,
                                        block_size=block_size, sparse_mode=mode, sparse_count=512,
                                        return_value=True, device="cuda", seed=5)
     outs = []

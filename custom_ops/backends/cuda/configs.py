@@ -72,12 +72,18 @@ class LogitsConfig:
     # one-token path slower (64 -> 126 registers int8: B64 209 -> 250 µs) (H200, session 7)
     rotate_epilogue: bool = False
     # > 0: phase 1 as the Gluon kernel (indexer_logits_gluon) with rings of this many key tiles,
-    # where it applies (int8 decode, next_n <= 4, page-contiguous tiles, TMA-describable cache,
-    # scales and query; else the Triton kernel with the fields above): one CTA per SM, two
+    # where it applies (int8 or fp8 decode, next_n <= 4, page-contiguous tiles, TMA-describable
+    # cache, scales and query; else the Triton kernel with the fields above): one CTA per SM, two
     # loader warps issue the copies, two consumer warpgroups store the scores from the
     # accumulators' registers. B64 64K logits, H200: next_n=1 152.0 -> 144.1 µs, 2 197.6 ->
     # 191.7-193.9, 4 343.8 -> 328.2 (bit-identical; session 11)
     gluon_stages: int = 0
+    # > 0: the Gluon kernel only for calls of at most this many logits (rows x row width).
+    # fp8 (1 << 17): where each SM has few key tiles its one CTA per SM wins (B1 64K next_n=1
+    # 31.3 -> 25.7 µs, B8 4K 43.4 -> 37.6), with many the Triton kernel's four programs per SM
+    # hide the fp16 dots better than two consumer warpgroups (B64 64K 211 -> 218-234 µs, n4
+    # 508 -> 558; H200, session 12)
+    gluon_max_keys: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,9 +154,10 @@ LOGITS = {
     # tiles' loads exposed (ncu: 31 % of stall samples on the tile wait, DRAM 47 %); 5 stages of
     # TMA copies: B64 64K 274 -> 221 µs, B8 59.5 -> 53.2 (H200, session 7)
     ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=5,
-                                    tma=True),
+                                    tma=True, gluon_stages=5, gluon_max_keys=1 << 17),
     ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
-                                     tma=True, split_dot=True, rotate_epilogue=True),
+                                     tma=True, split_dot=True, rotate_epilogue=True,
+                                     gluon_stages=5, gluon_max_keys=1 << 17),
     ("fp8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,
                                      tma=True, max_stack=4, split_dot=True, rotate_epilogue=True),
 }

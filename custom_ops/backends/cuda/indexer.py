@@ -1,5 +1,5 @@
 """CUDA backend of npu_vllm_quant_lightning_indexer: two Triton phases over a bounded workspace
-(phase 1 of int8 decode as a Gluon kernel where it applies: indexer_logits_gluon).
+(phase 1 of decode as a Gluon kernel where it applies: indexer_logits_gluon).
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
 key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
@@ -198,9 +198,11 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     split = lc.split_dot and nq >= 4
     check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
+    few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys
     if (lc.gluon_stages and indexer_logits_gluon is not None and not pdl and not _interpreted()
-            and contig and _tma_ok(key)
-            and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k)):
+            and few_keys and contig and _tma_ok(key)
+            and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k,
+                                                 lc.fp8_as_f16)):
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,

@@ -1,6 +1,6 @@
-"""Phase 1 of the CUDA indexer for int8 decode (next_n <= 4) as a Gluon kernel: the same logits
-as `indexer_logits._indexer_logits_kernel` (paths 1 and 2 with page-contiguous key tiles by
-TMA), with the work split between warps instead of repeated by each.
+"""Phase 1 of the CUDA indexer for int8 and fp8 decode (next_n <= 4) as a Gluon kernel: the same
+logits as `indexer_logits._indexer_logits_kernel` (paths 1 and 2 with page-contiguous key tiles
+by TMA), with the work split between warps instead of repeated by each.
 
 Why: on the H200 the logits pass is bound by the instructions each key tile issues (NOTES,
 sessions 10-11): the tensor cores hide only part of an epilogue under the dots, so every
@@ -15,6 +15,13 @@ units (as two programs of the Triton kernel do): with warp specialization the lo
 padded to a warpgroup, and two CTAs per SM would leave a consumer too few registers for the
 two 64 x 128 int32 accumulators of four stacked tokens.
 
+fp8 (e4m3, dotted as exact fp16 with fp32 accumulation like the Triton kernel, SPEC §1.4): the
+consumer converts its stacked query to fp16 in shared memory once per segment and each key tile
+to fp16 registers as the dot's A operand, the next tile's while the current dots run. On the
+H200 this beats the Triton kernel only where each SM has few key tiles (B=1 64K: 31.3 -> 25.7
+µs; B=64 64K: 211 -> 218-234 µs), so configs gives it fp8 calls of few logits only (NOTES,
+session 12).
+
 Both partitions walk the metadata's schedule exactly as the Triton kernel does (the same share
 of the same worker's units per program), so the two kernels write the same logits, bit for bit.
 """
@@ -23,28 +30,31 @@ from __future__ import annotations
 import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma,
+                                                              warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .indexer_logits import (_head_sums, _store_scores, batch_rows, header_ok, next_row,
                              row_share, visible_keys, worker_share)
 from .launch import launch
 
-# one CTA per SM: two consumer warpgroups (each 2 x 64 int32 accumulators of 64 x 128 and the
+# one CTA per SM: two consumer warpgroups (each up to two 64 x 128 accumulators and the
 # epilogue) and two loader warps (scalars only), within the SM's 64K registers
 CONSUMER_REGISTERS = gl.constexpr(232)
 LOADER_REGISTERS = gl.constexpr(24)
 
 
-def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int) -> bool:
+def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int,
+            fp8_as_f16: bool) -> bool:
     """Whether this kernel can run a call whose key tiles are page-contiguous and whose cache a
-    TMA descriptor can describe (the caller checks both): int8 decode (one token, two, or four
-    stacked as two halves: a dot is at most 128 columns) in 64-key tiles, and key scales and
-    query describable by TMA too (16-byte aligned bases and strides, unit innermost strides)."""
+    TMA descriptor can describe (the caller checks both): int8 decode, or fp8 decode dotted as
+    exact fp16 (one token, two, or four stacked as two halves: a dot is at most 128 columns) in
+    64-key tiles, and key scales and query describable by TMA too (16-byte aligned bases and
+    strides, unit innermost strides)."""
     def tma_ok(t, strides):
         return t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in strides)
-    return (query.dtype == torch.int8 and mode in (1, 2) and nq in (1, 2, 4)
+    dtype_ok = query.dtype == torch.int8 or (query.dtype == torch.float8_e4m3fn and fp8_as_f16)
+    return (dtype_ok and mode in (1, 2) and nq in (1, 2, 4)
             and (nq // 2 if split else nq) <= 2 and block_k == 64
             and kscale.stride(1) == 1 and tma_ok(kscale, [kscale.stride(0)])
             and query.is_contiguous() and tma_ok(query, []))
@@ -53,24 +63,31 @@ def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int) -> boo
 def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq, ask, meta, check,
                   err, logits, stride, batch, s1, rows, num_blocks, width, cmp_ratio, *, nq,
                   split, stages, common, FORMAT_ID, BACKEND, HEADER):
-    """The kernel, one CTA per metadata worker, over descriptors of the cache [NB, PAGE, D],
-    its scales [NB, PAGE] and the query [R·H, D] (one stacked block of nq tokens per copy)."""
+    """The kernel, one CTA per metadata worker, over descriptors of the cache [NB, PAGE, D] and
+    its scales [NB, PAGE]; the int8 query by a descriptor of [R·H, D] (one stacked block of nq
+    tokens per copy), the fp8 one by its pointer (each consumer converts its block to fp16)."""
     nb, page, _, d = key.shape
     h = query.shape[-2]
+    fp8 = key.dtype != torch.int8
+    dtype = gl.float8e4nv if fp8 else gl.int8
     kd = TensorDescriptor(key, [nb, page, d], [key.stride(0), key.stride(1), 1], [1, 64, d],
-                          gl.NVMMASharedLayout.get_default_for([1, 64, d], gl.int8))
+                          gl.NVMMASharedLayout.get_default_for([1, 64, d], dtype))
     bits = kscale.element_size() * 8
     ksd = TensorDescriptor(kscale, [nb, page], [kscale.stride(0), 1], [1, 64],
                            gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits,
                                                 rank=2))
     q2 = query.view(-1, d)
-    qd = TensorDescriptor(q2, list(q2.shape), list(q2.stride()), [nq * h, d],
-                          gl.NVMMASharedLayout.get_default_for([nq * h, d], gl.int8))
+    if fp8:
+        qd = query
+        q_layout = gl.NVMMASharedLayout.get_default_for([nq * h, d], gl.float16)
+    else:
+        q_layout = gl.NVMMASharedLayout.get_default_for([nq * h, d], gl.int8)
+        qd = TensorDescriptor(q2, list(q2.shape), list(q2.stride()), [nq * h, d], q_layout)
     launch(_indexer_logits_gluon_kernel, (workers,), kd, ksd, qd, weights, qscale, block_table,
            block_table.stride(0), asq, ask, meta, check, err, logits, stride, batch, s1, rows,
            num_blocks, width, cmp_ratio, PAGE=page, NQ=nq, SPLIT=split, STAGES=stages, BLOCK_K=64,
-           P=2, H=h, D=d, FORMAT_ID=FORMAT_ID, BACKEND=BACKEND, HEADER=HEADER,
-           num_warps=4, **common)
+           P=2, H=h, D=d, FP8=fp8, Q_LAYOUT=q_layout, FORMAT_ID=FORMAT_ID, BACKEND=BACKEND,
+           HEADER=HEADER, num_warps=4, **common)
 
 
 @gluon.jit
@@ -99,9 +116,10 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
             ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE: gl.constexpr, CAUSAL: gl.constexpr,
             TND: gl.constexpr, HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr,
             STAGES: gl.constexpr, P: gl.constexpr, SUB: gl.constexpr, BLOCK_K: gl.constexpr,
-            H: gl.constexpr, HEADER: gl.constexpr):
-    """One warp, for consumer SUB: per segment the stacked query (into q_smem, that consumer's),
-    per key tile the tile and its scales (into that consumer's ring of STAGES buffers)."""
+            H: gl.constexpr, FP8: gl.constexpr, HEADER: gl.constexpr):
+    """One warp, for consumer SUB: per segment the stacked int8 query (into q_smem, that
+    consumer's; an fp8 one the consumer converts itself), per key tile the tile and its scales
+    (into that consumer's ring of STAGES buffers)."""
     if ok:
         q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(md_ptr, gl.program_id(0), SUB, P,
                                                               HEADER)
@@ -113,9 +131,11 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
                 asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
                 CAUSAL, TND, HAS_ASQ, LEADING_ZERO)
             if j0 < j1:
-                mbarrier.wait(q_empty, (seg & 1) ^ 1)
-                mbarrier.expect(q_ready, q_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(q_desc, [(row0 + s_lo) * H, 0], q_ready, q_smem)
+                if not FP8:
+                    mbarrier.wait(q_empty, (seg & 1) ^ 1)
+                    mbarrier.expect(q_ready, q_desc.block_type.nbytes)
+                    tma.async_copy_global_to_shared(q_desc, [(row0 + s_lo) * H, 0], q_ready,
+                                                    q_smem)
                 bt_row = bt_ptr + b.to(gl.int64) * stride_bt
                 for t in range(j0, j1, BLOCK_K):
                     s = SUB * STAGES + c % STAGES
@@ -162,20 +182,51 @@ def _half_tokens(w_ptr, qs_ptr, row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: gl.const
 
 
 @gluon.jit
+def _query_f16(q_ptr, q_smem, first, live_tokens, NQ: gl.constexpr, H: gl.constexpr,
+               D: gl.constexpr):
+    """The fp8 query rows of the NQ tokens from row `first` on into q_smem [NQ·H, D] as fp16
+    (exact; the dot's B operand must be fp16 like the keys it meets): the first `live_tokens`
+    tokens' rows, zeros for the others (what a TMA copy past the tensor gives the int8 path).
+    Read once per segment, where the int8 query is copied by the loader warp."""
+    BL: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
+    r = gl.expand_dims(gl.arange(0, H, layout=gl.SliceLayout(1, BL)), 1)
+    d = gl.expand_dims(gl.arange(0, D, layout=gl.SliceLayout(0, BL)), 0)
+    for c in gl.static_range(NQ):
+        v = gl.load(q_ptr + ((first + c).to(gl.int64) * H + r) * D + d,
+                    mask=(r < H) & (d < D) & (c < live_tokens), other=0.0)
+        q_smem.slice(c * H, H).store(v.to(gl.float16))
+    fence_async_shared()  # the generic stores before the tensor cores read them
+    gl.thread_barrier()  # every warp's rows
+
+
+@gluon.jit
+def _tile_f16(k_smem, ready, s, use, BLOCK_K: gl.constexpr, D: gl.constexpr,
+              A_F16: gl.constexpr):
+    """Stage s's fp8 key tile (once its copy, the use-th into that stage, has landed) as fp16
+    registers in the layout of a dot's A operand: e4m3 is exact in fp16."""
+    mbarrier.wait(ready.index(s), use & 1)
+    return k_smem.index(s).reshape([BLOCK_K, D]).load(A_F16).to(gl.float16)
+
+
+@gluon.jit
 def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
               ok, B, S1, T, KEYS_MAX, CMP, CAUSAL: gl.constexpr, TND: gl.constexpr,
               HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr, NQ: gl.constexpr,
               SPLIT: gl.constexpr, STAGES: gl.constexpr, P: gl.constexpr, SUB: gl.constexpr,
-              BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr,
-              HEADER: gl.constexpr):
+              BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr, FP8: gl.constexpr,
+              HEADER: gl.constexpr, q_ptr, qa_smem):
     """One warpgroup, share SUB of the worker's units: per key tile the dots against the
     stacked query (as two halves with SPLIT, both issued before either epilogue) and the
-    scores stored from the registers."""
+    scores stored from the registers. fp8 (FP8): the tile is upcast to fp16 in registers (the
+    dot's A operand; e4m3 is exact in fp16) against the query converted once per segment
+    (q_ptr), an fp32-accumulated fp16 dot as in the Triton kernel."""
     NH: gl.constexpr = NQ // 2 if SPLIT else NQ
+    QA_SMEM: gl.constexpr = FP8 and SPLIT
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                  instr_shape=[16, NH * H, 32])
-    zero = gl.zeros([BLOCK_K, NH * H], gl.int32, mma)
+                                                  instr_shape=[16, NH * H, 16 if FP8 else 32])
+    A_F16: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    zero = gl.zeros([BLOCK_K, NH * H], gl.float32 if FP8 else gl.int32, mma)
     # the scores' layout: what the head sum of the accumulator leaves (compile time only)
     SL: gl.constexpr = gl.sum(gl.reshape(zero.to(gl.float32), [BLOCK_K, NH, H]),
                               axis=2).type.layout
@@ -199,29 +250,62 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                 if SPLIT:
                     rows1, vis1, qa1 = _half_tokens(w_ptr, qs_ptr, row0, s_lo + NH, s_hi, s1, s2,
                                                     j1, CMP, CAUSAL, NH, H, TOK, COL)
-                mbarrier.wait(q_ready, seg & 1)
+                if QA_SMEM:  # kept in shared memory: registers for the fp16 A operand instead
+                    qa_smem.slice(0, NH * H).store(qa0)
+                    qa_smem.slice(NH * H, NH * H).store(qa1)
+                if FP8:
+                    _query_f16(q_ptr, q_smem, row0 + s_lo, s_hi - s_lo, NQ, H, D)
+                else:
+                    mbarrier.wait(q_ready, seg & 1)
                 q0 = q_smem.slice(0, NH * H).permute((1, 0))
+                if FP8:  # the first tile's A operand (each next one is read under a dot)
+                    a = _tile_f16(k_smem, ready, SUB * STAGES + c % STAGES, c // STAGES,
+                                  BLOCK_K, D, A_F16)
                 for t in range(j0, j1, BLOCK_K):
                     s = SUB * STAGES + c % STAGES
-                    mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-                    k = k_smem.index(s).reshape([BLOCK_K, D])
+                    if FP8:
+                        k = a
+                    else:
+                        mbarrier.wait(ready.index(s), (c // STAGES) & 1)
+                        k = k_smem.index(s).reshape([BLOCK_K, D])
                     x0 = warpgroup_mma(k, q0, zero, use_acc=False, is_async=True)
                     if SPLIT:
                         x1 = warpgroup_mma(k, q_smem.slice(NH * H, NH * H).permute((1, 0)), zero,
                                            use_acc=False, is_async=True)
+                    if FP8:
+                        # the next tile's A operand, read and converted while the dots run (a
+                        # warpgroup would otherwise wait on its shared-memory loads every tile)
+                        if t + BLOCK_K < j1:
+                            a = _tile_f16(k_smem, ready, SUB * STAGES + (c + 1) % STAGES,
+                                          (c + 1) // STAGES, BLOCK_K, D, A_F16)
+                        if SPLIT:  # k: registers the dots read until they are done
+                            x0, x1, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1, k))
+                        else:
+                            x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
+                    elif SPLIT:
                         x0, x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1))
                     else:
                         x0 = warpgroup_mma_wait(num_outstanding=0, deps=(x0,))
                     ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
                     mbarrier.arrive(empty.index(s))
                     j = t + offs_k
+                    if QA_SMEM:
+                        a0 = qa_smem.slice(0, NH * H).load(COL)
+                        a1 = qa_smem.slice(NH * H, NH * H).load(COL)
+                    else:
+                        a0 = qa0
+                        if SPLIT:
+                            a1 = qa1
                     _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
-                                _head_sums(x0, ks, qa0, NH, H))
+                                _head_sums(x0, ks, a0, NH, H))
                     if SPLIT:
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
-                                    _head_sums(x1, ks, qa1, NH, H))
+                                    _head_sums(x1, ks, a1, NH, H))
                     c += 1
-                mbarrier.arrive(q_empty)
+                if FP8:
+                    gl.thread_barrier()  # every warp's dots done before the next block's rows
+                else:
+                    mbarrier.arrive(q_empty)
                 seg += 1
             i += run
             kb = 0
@@ -230,7 +314,8 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
 
 @gluon.jit
 def _indexer_logits_gluon_kernel(
-        k_desc, ks_desc, q_desc,  # TMA: cache [NB, PAGE, D], its scales [NB, PAGE], query [R·H, D]
+        k_desc, ks_desc,  # TMA: cache [NB, PAGE, D], its scales [NB, PAGE]
+        q_desc,  # int8: TMA of the query [R·H, D]; fp8: the query's pointer
         w_ptr, qs_ptr,  # [R, H], [R, H]
         bt_ptr, stride_bt, asq_ptr, ask_ptr,
         md_ptr, chk_ptr, err_ptr,  # as in _indexer_logits_kernel
@@ -239,19 +324,28 @@ def _indexer_logits_gluon_kernel(
         PAGE: gl.constexpr, CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
         LEADING_ZERO: gl.constexpr, NQ: gl.constexpr, SPLIT: gl.constexpr,
         STAGES: gl.constexpr, BLOCK_K: gl.constexpr, P: gl.constexpr, H: gl.constexpr,
-        D: gl.constexpr, FORMAT_ID: gl.constexpr, BACKEND: gl.constexpr, HEADER: gl.constexpr):
+        D: gl.constexpr, FP8: gl.constexpr, Q_LAYOUT: gl.constexpr, FORMAT_ID: gl.constexpr,
+        BACKEND: gl.constexpr, HEADER: gl.constexpr):
     W = gl.num_programs(0)
     ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     ok = ok & header_ok(chk_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     if gl.program_id(0) == 0:
         gl.store(err_ptr, gl.where(ok, 0, 1))
-    # per consumer: a ring of STAGES key tiles and scales, and its stacked query
+    # per consumer: a ring of STAGES key tiles and scales
     k_smem = gl.allocate_shared_memory(k_desc.dtype, [P * STAGES] + k_desc.block_type.shape,
                                        k_desc.layout)
     ks_smem = gl.allocate_shared_memory(ks_desc.dtype, [P * STAGES] + ks_desc.block_type.shape,
                                         ks_desc.layout)
-    q_smem = gl.allocate_shared_memory(q_desc.dtype, [P] + q_desc.block_type.shape,
-                                       q_desc.layout)
+    # per consumer, its stacked query block (fp8: converted to fp16 by the consumer)
+    q_smem = gl.allocate_shared_memory(gl.float16 if FP8 else gl.int8, [P, NQ * H, D], Q_LAYOUT)
+    if FP8 and SPLIT:  # and its two halves' head weights (fp8, four tokens)
+        qa_smem = gl.allocate_shared_memory(gl.float32, [P * NQ * H],
+                                            gl.SwizzledSharedLayout(1, 1, 1, [0]))
+        qa_0 = qa_smem.slice(0, NQ * H)
+        qa_1 = qa_smem.slice(NQ * H, NQ * H)
+    else:  # (unused)
+        qa_0 = q_smem
+        qa_1 = q_smem
     ready = gl.allocate_shared_memory(gl.int64, [P * STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [P * STAGES, 1], mbarrier.MBarrierLayout())
     q_ready = gl.allocate_shared_memory(gl.int64, [P, 1], mbarrier.MBarrierLayout())
@@ -269,20 +363,20 @@ def _indexer_logits_gluon_kernel(
                      ks_smem, q_smem.index(0), ready, empty, q_ready.index(0),
                      q_empty.index(0), ok, B, S1, T, KEYS_MAX, CMP, CAUSAL, TND, HAS_ASQ,
                      LEADING_ZERO, NQ, SPLIT, STAGES, P, SUB0,
-                     BLOCK_K, H, D, HEADER)),
+                     BLOCK_K, H, D, FP8, HEADER, q_desc, qa_0)),
         (_consumer, (w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out, k_smem,
                      ks_smem, q_smem.index(1), ready, empty, q_ready.index(1),
                      q_empty.index(1), ok, B, S1, T, KEYS_MAX, CMP, CAUSAL, TND, HAS_ASQ,
                      LEADING_ZERO, NQ, SPLIT, STAGES, P, SUB1,
-                     BLOCK_K, H, D, HEADER)),
+                     BLOCK_K, H, D, FP8, HEADER, q_desc, qa_1)),
         (_loader, (k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr, k_smem,
                    ks_smem, q_smem.index(0), ready, empty, q_ready.index(0), q_empty.index(0),
                    ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE, CAUSAL, TND, HAS_ASQ,
                    LEADING_ZERO, STAGES, P, SUB0,
-                   BLOCK_K, H, HEADER)),
+                   BLOCK_K, H, FP8, HEADER)),
         (_loader, (k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr, k_smem,
                    ks_smem, q_smem.index(1), ready, empty, q_ready.index(1), q_empty.index(1),
                    ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE, CAUSAL, TND, HAS_ASQ,
                    LEADING_ZERO, STAGES, P, SUB1,
-                   BLOCK_K, H, HEADER)),
+                   BLOCK_K, H, FP8, HEADER)),
     ], [4, 1, 1], [CONSUMER_REGISTERS, LOADER_REGISTERS, LOADER_REGISTERS])
