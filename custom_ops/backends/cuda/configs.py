@@ -113,7 +113,10 @@ class TopkConfig:
     bucket_block: int = 32  # candidates per program of the bucket rank kernel
     bucket_block_j: int = 32  # candidates compared per step there
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
+    # warps of the place and rank programs: 2 or 8 for place, 1, 2 or 8 for rank (and rank
+    # blocks of 16 or 64) measured no faster than 4 at B=1/8/64 (H200, session 12)
     place_warps: int = 4
+    rank_warps: int = 4
     # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
     # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
     # row's sample holds too few scores above the threshold for small k: simulated (i.i.d.

@@ -263,7 +263,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             num_warps=tc.place_warps, **dep)
         launch(_indexer_rank_kernel, (rows, cand_cap // tc.bucket_block),
             dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
-            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=4, **dep)
+            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
         return
     mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)
