@@ -76,11 +76,11 @@ def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq
     ksd = TensorDescriptor(kscale, [nb, page], [kscale.stride(0), 1], [1, 64],
                            gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=bits,
                                                 rank=2))
-    q2 = query.view(-1, d)
     if fp8:
         qd = query
         q_layout = gl.NVMMASharedLayout.get_default_for([nq * h, d], gl.float16)
     else:
+        q2 = query.view(-1, d)
         q_layout = gl.NVMMASharedLayout.get_default_for([nq * h, d], gl.int8)
         qd = TensorDescriptor(q2, list(q2.shape), list(q2.stride()), [nq * h, d], q_layout)
     launch(_indexer_logits_gluon_kernel, (workers,), kd, ksd, qd, weights, qscale, block_table,
@@ -191,7 +191,7 @@ def _query_f16(q_ptr, q_smem, first, live_tokens, NQ: gl.constexpr, H: gl.conste
     BL: gl.constexpr = gl.BlockedLayout([1, 16], [4, 8], [4, 1], [1, 0])
     r = gl.expand_dims(gl.arange(0, H, layout=gl.SliceLayout(1, BL)), 1)
     d = gl.expand_dims(gl.arange(0, D, layout=gl.SliceLayout(0, BL)), 0)
-    for c in gl.static_range(NQ):
+    for c in gl.static_range(NQ):  # (r < H) & (d < D) only gives the mask its full shape
         v = gl.load(q_ptr + ((first + c).to(gl.int64) * H + r) * D + d,
                     mask=(r < H) & (d < D) & (c < live_tokens), other=0.0)
         q_smem.slice(c * H, H).store(v.to(gl.float16))
