@@ -536,7 +536,8 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, False, dict(threshold_warps=1)), (20, 2, False, dict(threshold_warps=2)),
             (20, 1, False, dict(sort, threshold_warps=4)), (1, 1, False, sort)):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
-            configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, **order))
+            configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, pdl_max_rows=0,
+            **order))
         poison()
         outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs, exact=ties)

@@ -97,7 +97,12 @@ class TopkConfig:
     threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: within noise)
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
-    pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper; measured slower, NOTES)
+    pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper) for every call
+    # ... and for calls of at most this many rows whatever `pdl` says: each launch's start then
+    # overlaps the previous kernel's tail. B1 64K next_n=1 25.1-25.7 -> 23.8-23.9 µs int8, 26.8
+    # -> 24.7 fp8; at B64 no gain at next_n=1 and +4-8 µs at next_n 2 and 4, B8 +1-2 µs (H200,
+    # session 12; earlier sessions measured it with the Triton logits kernel: NOTES)
+    pdl_max_rows: int = 1
     segment_warps: int = 4  # warps of the segment (compaction) kernel
     # warps of the threshold kernel (one program per row, its NS samples in registers, a serial
     # chain of block reductions), at least NS / 4096: 8 measured best (1 and 2 slower, 4 and 16

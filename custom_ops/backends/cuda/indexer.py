@@ -182,7 +182,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     is_int8 = query.dtype == torch.int8
     tc = topk_config()
     dev = query.device
-    pdl = tc.pdl and _pdl_ok(dev)
+    pdl = (tc.pdl or rows <= tc.pdl_max_rows) and _pdl_ok(dev)
     tnd = p.layout_query == "TND"
     unit_tokens, mode, nq, lc = _logits_path(p, rows, s1, is_int8)
     fp8_as_f16 = lc.fp8_as_f16 and not is_int8
@@ -199,7 +199,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys
-    if (lc.gluon_stages and indexer_logits_gluon is not None and not pdl and not _interpreted()
+    if (lc.gluon_stages and indexer_logits_gluon is not None and not _interpreted()
             and few_keys and contig and _tma_ok(key)
             and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k,
                                                  lc.fp8_as_f16)):
@@ -207,7 +207,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
-            stages=lc.gluon_stages, common=common,
+            stages=lc.gluon_stages, pdl=pdl, common=common,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN)
     else:
         tma = lc.tma and contig and _tma_ok(key)
@@ -228,7 +228,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
             num_warps=lc.num_warps, **common,
             **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
-    # phase 2: with tc.pdl each kernel launches as a programmatic dependent of the one before
+    # phase 2: with pdl (tc.pdl, or at most tc.pdl_max_rows rows) each kernel launches as a
+    # programmatic dependent of the one before
     # (its launch overlaps that kernel's tail; it waits for its writes before reading)
     dep = dict(PDL=pdl, launch_pdl=pdl)
 

@@ -62,7 +62,7 @@ def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int,
 
 def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq, ask, meta, check,
                   err, logits, stride, batch, s1, rows, num_blocks, width, cmp_ratio, *, nq,
-                  split, stages, common, FORMAT_ID, BACKEND, HEADER):
+                  split, stages, pdl, common, FORMAT_ID, BACKEND, HEADER):
     """The kernel, one CTA per metadata worker, over descriptors of the cache [NB, PAGE, D] and
     its scales [NB, PAGE]; the int8 query by a descriptor of [R·H, D] (one stacked block of nq
     tokens per copy), the fp8 one by its pointer (each consumer converts its block to fp16)."""
@@ -87,7 +87,7 @@ def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq
            block_table.stride(0), asq, ask, meta, check, err, logits, stride, batch, s1, rows,
            num_blocks, width, cmp_ratio, PAGE=page, NQ=nq, SPLIT=split, STAGES=stages, BLOCK_K=64,
            P=2, H=h, D=d, FP8=fp8, Q_LAYOUT=q_layout, FORMAT_ID=FORMAT_ID, BACKEND=BACKEND,
-           HEADER=HEADER, num_warps=4, **common)
+           HEADER=HEADER, PDL=pdl, num_warps=4, **common)
 
 
 @gluon.jit
@@ -325,7 +325,11 @@ def _indexer_logits_gluon_kernel(
         LEADING_ZERO: gl.constexpr, NQ: gl.constexpr, SPLIT: gl.constexpr,
         STAGES: gl.constexpr, BLOCK_K: gl.constexpr, P: gl.constexpr, H: gl.constexpr,
         D: gl.constexpr, FP8: gl.constexpr, Q_LAYOUT: gl.constexpr, FORMAT_ID: gl.constexpr,
-        BACKEND: gl.constexpr, HEADER: gl.constexpr):
+        BACKEND: gl.constexpr, HEADER: gl.constexpr, PDL: gl.constexpr):
+    if PDL:  # phase 2's first kernel may launch as this one's CTAs finish (its own wait keeps it
+        # from reading the logits early): as in the Triton kernel
+        gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)
     W = gl.num_programs(0)
     ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     ok = ok & header_ok(chk_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
