@@ -1,8 +1,8 @@
 """Compile the CUDA backend's Triton kernels (and its Gluon one) for sm_90 without a GPU, exactly
 as this checkout's configuration launches them, and print one aligned line per kernel variant:
-registers per thread, spill bytes (the stack frame) and shared memory. Compile errors in the paths only a GPU runs
-(TMA descriptors, programmatic dependent launch) and register spills show up before a device
-is lent; the numbers also give each variant's occupancy.
+registers per thread, spill bytes (the stack frame) and shared memory. Compile errors in the
+paths only a GPU runs (TMA descriptors, programmatic dependent launch) and register spills show
+up before a device is lent; the numbers also give each variant's occupancy.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
     PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops] [--sass-hash]

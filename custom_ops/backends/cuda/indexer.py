@@ -36,7 +36,7 @@ from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
 
-try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's int8 decode kernel
+try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp8 calls)
     from . import indexer_logits_gluon
 except ImportError:
     indexer_logits_gluon = None
