@@ -430,7 +430,7 @@ def _indexer_place_kernel(
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
         dense_ptr,  # int64 [R, 2 * K_PAD]: out: the candidates, grouped by bucket, top first
         grp_ptr,  # int32 [R, 2 * K_PAD]: out: each slot's group, first slot | size << 16
-        tot_ptr,  # int32 [R]: out: candidates
+        tot_ptr,  # int32 [R]: out: candidates placed (those of groups that start before K)
         K, K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
         G_PAD: tl.constexpr, PDL: tl.constexpr):
     """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
@@ -444,24 +444,32 @@ def _indexer_place_kernel(
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
     tl.static_assert(CAP < 65536, "group words hold a slot and a size in 16 bits each")
-    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     dst = dense_ptr + r64 * CAP
+    # read before the counts arrive, not after (one dependent round trip fewer): the segment's
+    # first BLOCK_C slots (in bounds: BLOCK_C <= CAP), the bucket map and the bucket counts
+    src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+    packed = tl.load(src + tl.arange(0, BLOCK_C))
+    base = tl.load(thr_ptr + 4 * r + THR_BASE)
+    shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
+    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     if ok:
-        src, c = _segment(seg_ptr, counts, r64, g, CAP, G_PAD)
-        packed = tl.load(src + tl.arange(0, BLOCK_C), mask=tl.arange(0, BLOCK_C) < c, other=0)
-        base = tl.load(thr_ptr + 4 * r + THR_BASE)
-        shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
-        bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+        c = tl.sum(tl.where(tl.arange(0, G_PAD) == g, counts, 0), 0)
         start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
         group = start | (bcnt << 16)  # CAP <= 4096 < 2^16
+        # a group that starts at K or later holds no output position: its candidates are not
+        # placed, and the rank kernel stops at the first such start (every start is a group
+        # boundary: an empty bucket's is the next lower group's)
+        total = tl.minimum(total, tl.min(tl.where(start >= K, start, CAP), 0))
         for i0 in range(0, c, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
-            m = i < c
             if i0 > 0:
-                packed = tl.load(src + i, mask=m, other=0)
+                packed = tl.load(src + i, mask=i < c, other=0)
             b = _bucket(_mono_of(packed), base, shift, NB)
+            first = tl.gather(start, b, 0)
+            m = (i < c) & (first < K)
             at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
-            slot = tl.gather(start, b, 0) + at
+            slot = first + at
             tl.store(dst + slot, packed, mask=m)
             tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
     elif g == 0:
