@@ -104,9 +104,8 @@ def resources(kernel) -> dict:
 
 def variant(fn, kwargs) -> str:
     keep = ("MODE", "NQ", "FP8_AS_F16", "CONTIG", "TMA", "KS_PAIRS", "SPLIT", "ROTATE",
-            "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB",
-            "STEP", "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "launch_pdl", "num_warps",
-            "maxnreg")
+            "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB", "STEP", "WARPS",
+            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "launch_pdl", "num_warps", "maxnreg")
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 

@@ -534,7 +534,9 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (32, 2, False, dict(buckets=2, bucket_block=128, bucket_block_j=8)),
             (1, 1, False, dict(buckets=4096, bucket_block=16, candidate_block=64)),
             (20, 1, False, dict(threshold_warps=1)), (20, 2, False, dict(threshold_warps=2)),
-            (20, 1, False, dict(sort, threshold_warps=4)), (1, 1, False, sort)):
+            (20, 1, False, dict(sort, threshold_warps=4)), (1, 1, False, sort),
+            (20, 1, False, dict(threshold_per_warp=False)),
+            (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4))):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, pdl_max_rows=0,
             **order))
@@ -569,7 +571,8 @@ def test_threshold_reads_phase_one_sample():
         _indexer_threshold_kernel[(rows,)](
             logits, stride, thr, thr, ask, ask, meta, err, rows, 1, rows, n, k,
             configs.target_candidates(k, cap), 1, CAUSAL=True, TND=False, HAS_ASQ=False,
-            LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, NB=0, BLOCK_B=16, PDL=False, num_warps=8)
+            LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, WARPS=8, NB=0, BLOCK_B=16, PDL=False,
+            num_warps=8)
         # positive scores: the mono is the float's bit pattern
         return (logits[:, :n].view(torch.int32) >= thr[:, 1:2]).sum(1)
     c = counts()

@@ -95,6 +95,9 @@ class TopkConfig:
     min_segment: int  # keys per segment program at least
     threshold_bits: int = 20  # top bits of the threshold found by bisection
     threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: within noise)
+    # rows sampled with room to spare (need <= half the samples, at least half the slots
+    # sampled): t0 as the mean of one estimate per warp, bisected without block barriers
+    threshold_per_warp: bool = True
     max_samples: int = 8192  # NS at most (the sample lives in registers of one program)
     sample_stride: int = 16  # longer rows get more samples, up to max_samples, to keep this stride
     pdl: bool = False  # phase 2 as programmatic dependent launches (Hopper) for every call

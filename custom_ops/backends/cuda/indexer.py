@@ -242,11 +242,13 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     # bucket counters and cursors (the sort order reads none: thr stands in for the pointer)
     bcnt = empty((rows, 2, nb), dtype=torch.int32, device=dev) if nb else thr
     ns = configs.threshold_samples(width, tc)
+    thr_warps = max(tc.threshold_warps, ns // 4096)
     launch(_indexer_threshold_kernel, (rows,),
         logits, stride, thr, bcnt, asq_arg, ask, meta, err, p.batch, s1, rows, width, k,
         configs.target_candidates(k, cand_cap), p.cmp_ratio,
-        NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step, NB=nb, BLOCK_B=block_b,
-        num_warps=max(tc.threshold_warps, ns // 4096), **dep, **common)
+        NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step,
+        WARPS=thr_warps if tc.threshold_per_warp else 0, NB=nb, BLOCK_B=block_b,
+        num_warps=thr_warps, **dep, **common)
     g = segments(rows, width, tc)
     seg = empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = empty((rows, g), dtype=torch.int32, device=dev)

@@ -204,17 +204,64 @@ def _exact_select(row_ptr, n, K, dst_ptr, idx_ptr, CAP, BLOCK_N: tl.constexpr,
 
 
 @triton.jit
+def _bisection(u, need, BITS: tl.constexpr, STEP: tl.constexpr):
+    """The largest v whose low 32 - BITS bits are zero and which at least `need` of the samples
+    u reach, one block reduction per STEP bits. STEP 2: the three pivots' counts packed into
+    one int64 sum (21 bits each; NS < 2^21), half the serial reductions for the same result
+    (counts fall as the pivot rises, so the largest pivot still reached by `need` samples is
+    what two 1-bit steps pick)."""
+    best = tl.zeros([], dtype=tl.uint32)
+    if STEP == 2:
+        for bit in tl.static_range(31, 31 - BITS, -2):
+            c1 = best + tl.full([], 1 << (bit - 1), tl.uint32)
+            c2 = best + tl.full([], 2 << (bit - 1), tl.uint32)
+            c3 = best + tl.full([], 3 << (bit - 1), tl.uint32)
+            packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
+                      + ((u >= c3).to(tl.int64) << 42))
+            counts = tl.sum(packed, 0)
+            best = tl.where((counts >> 42) >= need, c3,
+                            tl.where(((counts >> 21) & 2097151) >= need, c2,
+                                     tl.where((counts & 2097151) >= need, c1, best)))
+    else:
+        for bit in tl.static_range(31, 31 - BITS, -1):
+            cand = best + tl.full([], 1 << bit, tl.uint32)
+            if tl.sum((u >= cand).to(tl.int32), 0) >= need:
+                best = cand
+    return best
+
+
+@triton.jit
+def _per_warp_estimate(u, sm, need, sampled, NS: tl.constexpr, BITS: tl.constexpr,
+                       WARPS: tl.constexpr):
+    """t0 as the mean of WARPS independent estimates, each bisected over the samples one warp
+    holds (every 32·WARPS-th sample from its lanes' offset: a strided sample of the row too)
+    for its share of `need`. A warp's counts are warp reductions, so the serial steps need no
+    block barrier; the mean is as good an estimate as the whole sample's (simulated: the same
+    spread of candidate counts, NOTES). The ordering is exact whatever t0 is."""
+    R: tl.constexpr = NS // (32 * WARPS)
+    # sample e is in register e // (32·WARPS), warp (e // 32) % WARPS, lane e % 32
+    u3 = tl.reshape(u, [R, WARPS, 32])
+    valid = tl.sum(tl.sum(tl.reshape(sm.to(tl.int32), [R, WARPS, 32]), 0), 1)
+    need_w = tl.cdiv(need * valid, sampled)
+    best = tl.zeros([WARPS], tl.uint32)
+    for bit in tl.static_range(31, 31 - BITS, -1):
+        cand = best + tl.full([WARPS], 1 << bit, tl.uint32)
+        c = tl.sum(tl.sum((u3 >= cand[None, :, None]).to(tl.int32), 0), 1)  # registers first
+        best = tl.where(c >= need_w, cand, best)
+    mean = tl.sum(best.to(tl.int64), 0) // WARPS
+    return ((mean >> (32 - BITS)) << (32 - BITS)).to(tl.uint32)
+
+
+@triton.jit
 def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
-                      STEP: tl.constexpr):
+                      STEP: tl.constexpr, WARPS: tl.constexpr):
     """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
     ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of n <= K keys (all
     sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its smallest mono.
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
-    candidates), one serial block reduction per step. STEP 2: two bits per step, the three
-    pivots' counts packed into one int64 sum (21 bits each; NS < 2^21), half the serial
-    reductions for the same result (counts fall as the pivot rises, so the largest pivot still
-    reached by `need` samples is what two 1-bit steps pick). (A [NS, 16] comparison per 4-bit
-    step was tried: it spills and cost ~200 µs per row.)"""
+    candidates): per warp (WARPS > 0) where the sample has room to spare, else over the whole
+    sample, one serial block reduction per step. (A [NS, 16] comparison per 4-bit step was
+    tried: it spills and cost ~200 µs per row.)"""
     stride = tl.cdiv(n, NS)
     src = row_ptr
     step = stride
@@ -231,23 +278,15 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
     best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
-        need = tl.minimum(tl.cdiv(TARGET, stride), tl.sum(sm.to(tl.int32), 0))
-        if STEP == 2:
-            for bit in tl.static_range(31, 31 - BITS, -2):
-                c1 = best + tl.full([], 1 << (bit - 1), tl.uint32)
-                c2 = best + tl.full([], 2 << (bit - 1), tl.uint32)
-                c3 = best + tl.full([], 3 << (bit - 1), tl.uint32)
-                packed = ((u >= c1).to(tl.int64) + ((u >= c2).to(tl.int64) << 21)
-                          + ((u >= c3).to(tl.int64) << 42))
-                counts = tl.sum(packed, 0)
-                best = tl.where((counts >> 42) >= need, c3,
-                                tl.where(((counts >> 21) & 2097151) >= need, c2,
-                                         tl.where((counts & 2097151) >= need, c1, best)))
+        sampled = tl.sum(sm.to(tl.int32), 0)
+        need = tl.minimum(tl.cdiv(TARGET, stride), sampled)
+        if WARPS > 0:
+            if (2 * need <= sampled) & (2 * sampled >= NS):
+                best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
+            else:
+                best = _bisection(u, need, BITS, STEP)
         else:
-            for bit in tl.static_range(31, 31 - BITS, -1):
-                cand = best + tl.full([], 1 << bit, tl.uint32)
-                if tl.sum((u >= cand).to(tl.int32), 0) >= need:
-                    best = cand
+            best = _bisection(u, need, BITS, STEP)
     sign = tl.full([], 2147483648, tl.uint32)
     t0 = tl.where(n > K, (best ^ sign).to(tl.int32, bitcast=True), INT32_MIN)
     lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
@@ -300,7 +339,7 @@ def _indexer_threshold_kernel(
         B, S1, T, CAP_KEYS, K, TARGET, CMP,  # TARGET: candidates the threshold aims at
         CAUSAL: tl.constexpr, TND: tl.constexpr, HAS_ASQ: tl.constexpr,
         LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
-        NB: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr):
+        WARPS: tl.constexpr, NB: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr):
     """Row r: how many keys it sees and t0; with buckets (NB > 0), the map of candidates to
     NB buckets: base = t0 (or the row's smallest score when every key is a candidate) and the
     shift that spreads [base, largest sampled score] over the NB buckets."""
@@ -314,7 +353,7 @@ def _indexer_threshold_kernel(
     if (n > K) | ((NB > 0) & (n > 0)):
         row_ptr = logits_ptr + r.to(tl.int64) * stride_l
         t0, base, top = _sample_threshold(row_ptr, row_ptr + CAP_KEYS, n, K, TARGET, NS, BITS,
-                                          STEP)
+                                          STEP, WARPS)
     tl.store(thr_ptr + 4 * r + THR_N, n)
     tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
