@@ -278,7 +278,7 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
     best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
-        sampled = tl.sum(sm.to(tl.int32), 0)
+        sampled = tl.cdiv(n, stride)  # the samples si·stride < n (at most NS)
         need = tl.minimum(tl.cdiv(TARGET, stride), sampled)
         if WARPS > 0:
             if (2 * need <= sampled) & (2 * sampled >= NS):
@@ -289,10 +289,12 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
             best = _bisection(u, need, BITS, STEP)
     sign = tl.full([], 2147483648, tl.uint32)
     t0 = tl.where(n > K, (best ^ sign).to(tl.int32, bitcast=True), INT32_MIN)
-    lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
+    base = t0
+    if n <= K:  # the smallest score is the base (one block reduction only for such rows)
+        lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
+        base = (lo ^ sign).to(tl.int32, bitcast=True)
     top = tl.max(u, 0)
-    return (t0, tl.where(n > K, t0, (lo ^ sign).to(tl.int32, bitcast=True)),
-            (top ^ sign).to(tl.int32, bitcast=True))
+    return t0, base, (top ^ sign).to(tl.int32, bitcast=True)
 
 
 @triton.jit
