@@ -424,10 +424,15 @@ def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
 
 
 @triton.jit
-def _segment(seg_ptr, counts, r64, g, CAP, G_PAD: tl.constexpr):
-    """Segment g's slot of packed candidates (the segment kernel's output) and its count."""
-    c = tl.sum(tl.where(tl.arange(0, G_PAD) == g, counts, 0), 0)
-    return seg_ptr + (r64 * tl.num_programs(1) + g) * CAP, c
+def _segment_slot(seg_ptr, r64, g, CAP):
+    """Segment g's slot of packed candidates (the segment kernel's output; grid (rows, G))."""
+    return seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+
+
+@triton.jit
+def _segment_count(counts, g, G_PAD: tl.constexpr):
+    """Segment g's candidate count, from the row's counts [G_PAD]."""
+    return tl.sum(tl.where(tl.arange(0, G_PAD) == g, counts, 0), 0)
 
 
 @triton.jit
@@ -447,7 +452,8 @@ def _indexer_merge_kernel(
     dst_m = mono_ptr + r64 * CAP
     dst_i = idx_ptr + r64 * CAP
     if ok:
-        src, c = _segment(seg_ptr, counts, r64, g, CAP, G_PAD)
+        src = _segment_slot(seg_ptr, r64, g, CAP)
+        c = _segment_count(counts, g, G_PAD)
         offset = tl.sum(tl.where(tl.arange(0, G_PAD) < g, counts, 0), 0)
         for i0 in range(0, c, BLOCK_N):
             i = i0 + tl.arange(0, BLOCK_N)
@@ -488,14 +494,14 @@ def _indexer_place_kernel(
     dst = dense_ptr + r64 * CAP
     # read before the counts arrive, not after (one dependent round trip fewer): the segment's
     # first BLOCK_C slots (in bounds: BLOCK_C <= CAP), the bucket map and the bucket counts
-    src = seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+    src = _segment_slot(seg_ptr, r64, g, CAP)
     packed = tl.load(src + tl.arange(0, BLOCK_C))
     base = tl.load(thr_ptr + 4 * r + THR_BASE)
     shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
     bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
     n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     if ok:
-        c = tl.sum(tl.where(tl.arange(0, G_PAD) == g, counts, 0), 0)
+        c = _segment_count(counts, g, G_PAD)
         start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
         group = start | (bcnt << 16)  # CAP <= 4096 < 2^16
         # a group that starts at K or later holds no output position: its candidates are not
