@@ -547,35 +547,66 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
         assert torch.equal(out[0], outs[0][0]) and torch.equal(out[1], outs[0][1])
 
 
+def _threshold_counts(logits, n, k, warps):
+    """Run the threshold kernel over rows of n scores (each followed by phase 1's sample copy):
+    how many scores of each row reach its t0."""
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda.indexer_topk import _indexer_threshold_kernel
+    rows, stride = logits.shape
+    dev = logits.device
+    ask = torch.full((rows,), n, dtype=torch.int32, device=dev)
+    meta = torch.zeros(1024, dtype=torch.int32, device=dev)  # q_block 0: every row scheduled
+    err = torch.zeros(1, dtype=torch.int32, device=dev)
+    thr = torch.empty((rows, 4), dtype=torch.int32, device=dev)
+    cap = configs.candidate_slots(k)
+    ns = configs.threshold_samples(n, configs.TOPK)
+    _indexer_threshold_kernel[(rows,)](
+        logits, stride, thr, thr, ask, ask, meta, err, rows, 1, rows, n, k,
+        configs.target_candidates(k, cap), 1, CAUSAL=True, TND=False, HAS_ASQ=False,
+        LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, WARPS=warps, NB=0, BLOCK_B=16, PDL=False,
+        num_warps=max(warps, 8))
+    bits = logits[:, :n].view(torch.int32)
+    mono = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the float order as int32
+    return (mono >= thr[:, 1:2]).sum(1)
+
+
+def _rows_with_sample(scores):
+    from custom_ops.backends.cuda import configs
+    rows, n = scores.shape
+    every = configs.SAMPLE_EVERY
+    logits = torch.zeros((rows, n + configs.sample_columns(n)), device=scores.device)
+    logits[:, :n] = scores
+    logits[:, n:n + n // every] = scores[:, 0:n:every]
+    return logits
+
+
 def test_threshold_reads_phase_one_sample():
     """The threshold kernel samples long rows from the copy of every SAMPLE_EVERY-th score that
     phase 1 writes after each row: on rows of 64K random scores its t0 is reached by k..CAP
     scores (the row needs no exact fallback). With that copy zeroed, t0 drops to 0 and every
     score reaches it: the kernel does read the copy, not the row."""
     from custom_ops.backends.cuda import configs
-    from custom_ops.backends.cuda.indexer_topk import _indexer_threshold_kernel
     rows, n, k = 16, 65536, 2048
-    every = configs.SAMPLE_EVERY
-    stride = n + configs.sample_columns(n)
-    logits = torch.rand((rows, stride), device="cuda")
-    logits[:, n:n + n // every] = logits[:, 0:n:every]
-    ask = torch.full((rows,), n, dtype=torch.int32, device="cuda")
-    meta = torch.zeros(1024, dtype=torch.int32, device="cuda")  # q_block 0: every row scheduled
-    err = torch.zeros(1, dtype=torch.int32, device="cuda")
-    thr = torch.empty((rows, 4), dtype=torch.int32, device="cuda")
     cap = configs.candidate_slots(k)
-    ns = configs.threshold_samples(n, configs.TOPK)
-    assert -(-n // ns) >= every  # rows this long take the copy
-
-    def counts():
-        _indexer_threshold_kernel[(rows,)](
-            logits, stride, thr, thr, ask, ask, meta, err, rows, 1, rows, n, k,
-            configs.target_candidates(k, cap), 1, CAUSAL=True, TND=False, HAS_ASQ=False,
-            LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, WARPS=8, NB=0, BLOCK_B=16, PDL=False,
-            num_warps=8)
-        # positive scores: the mono is the float's bit pattern
-        return (logits[:, :n].view(torch.int32) >= thr[:, 1:2]).sum(1)
-    c = counts()
+    assert -(-n // configs.threshold_samples(n, configs.TOPK)) >= configs.SAMPLE_EVERY
+    logits = _rows_with_sample(torch.rand((rows, n), device="cuda"))
+    c = _threshold_counts(logits, n, k, 8)
     assert ((c >= k) & (c <= cap)).all(), c.tolist()
     logits[:, n:] = 0.0
-    assert (counts() == n).all()
+    assert (_threshold_counts(logits, n, k, 8) == n).all()
+
+
+@pytest.mark.parametrize("warps", [0, 8])
+@pytest.mark.parametrize("shift", [1.6, 1.7, 1.9])
+def test_threshold_near_zero_scores(warps, shift):
+    """Rows whose k-th score lies near zero (most scores negative, as ReLU sums under negative
+    head weights give): every row's t0 is reached by k..CAP scores, per-warp estimate (8) or
+    whole-sample bisection (0). Averaging the per-warp estimates as monotone integers, which
+    jump at zero, sent up to a sixth of such rows past CAP, each to the exact fallback."""
+    from custom_ops.backends.cuda import configs
+    rows, n, k = 96, 65536, 2048
+    cap = configs.candidate_slots(k)
+    g = torch.Generator(device="cuda").manual_seed(int(shift * 10) + warps)
+    scores = torch.randn((rows, n), generator=g, device="cuda") - shift
+    c = _threshold_counts(_rows_with_sample(scores), n, k, warps)
+    assert ((c >= k) & (c <= cap)).all(), c.tolist()

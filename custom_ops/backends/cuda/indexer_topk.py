@@ -237,7 +237,11 @@ def _per_warp_estimate(u, sm, need, sampled, NS: tl.constexpr, BITS: tl.constexp
     holds (every 32·WARPS-th sample from its lanes' offset: a strided sample of the row too)
     for its share of `need`. A warp's counts are warp reductions, so the serial steps need no
     block barrier; the mean is as good an estimate as the whole sample's (simulated: the same
-    spread of candidate counts, NOTES). The ordering is exact whatever t0 is."""
+    spread of candidate counts, NOTES). The ordering is exact whatever t0 is.
+    The mean is taken of the scores, not of their monotone integers: those are log-like in the
+    magnitude and jump at zero, so where the threshold lies near zero (most scores negative)
+    an estimate of -0.005 among others of +0.05 pulled their integer mean to ~1e-11 and every
+    positive score became a candidate (rows past CAP, each one the exact fallback's)."""
     R: tl.constexpr = NS // (32 * WARPS)
     # sample e is in register e // (32·WARPS), warp (e // 32) % WARPS, lane e % 32
     u3 = tl.reshape(u, [R, WARPS, 32])
@@ -248,8 +252,10 @@ def _per_warp_estimate(u, sm, need, sampled, NS: tl.constexpr, BITS: tl.constexp
         cand = best + tl.full([WARPS], 1 << bit, tl.uint32)
         c = tl.sum(tl.sum((u3 >= cand[None, :, None]).to(tl.int32), 0), 1)  # registers first
         best = tl.where(c >= need_w, cand, best)
-    mean = tl.sum(best.to(tl.int64), 0) // WARPS
-    return ((mean >> (32 - BITS)) << (32 - BITS)).to(tl.uint32)
+    sign = tl.full([], 2147483648, tl.uint32)
+    mean = tl.sum(_score_of((best ^ sign).to(tl.int32, bitcast=True)), 0) / WARPS
+    u_mean = (_mono(mean) ^ INT32_MIN).to(tl.uint32, bitcast=True)
+    return (u_mean >> (32 - BITS)) << (32 - BITS)
 
 
 @triton.jit
