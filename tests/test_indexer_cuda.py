@@ -375,15 +375,11 @@ def test_all_equal_scores_take_the_exact_path():
     assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)
 
 
-@pytest.mark.parametrize("k", [1, 300, 2047])
-def test_topk_orders_agree_at_the_edges_of_k(monkeypatch, k):
-    """Rows of exactly k and k + 1 keys (every key taken; one more than k: the threshold path),
-    a row well above k and an empty row, with k = 1, not a power of two, and just below 2048:
-    the bucket order and the sort give the golden's result, bit for bit."""
+def _both_orders_agree(monkeypatch, args, kwargs):
+    """The call with its top-k ordered by buckets, then by the sort: each equals the golden,
+    and the two are equal bit for bit."""
     import dataclasses
     from custom_ops.backends.cuda import configs
-    args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1, 1], k_lens=[k, k + 1, 8 * k + 100, 0],
-                                       sparse_count=k, return_value=True, device="cuda", seed=k)
     outs = []
     for rows in (10_000, 0):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK,
@@ -392,6 +388,40 @@ def test_topk_orders_agree_at_the_edges_of_k(monkeypatch, k):
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("k", [1, 300, 2047])
+def test_topk_orders_agree_at_the_edges_of_k(monkeypatch, k):
+    """Rows of exactly k and k + 1 keys (every key taken; one more than k: the threshold path),
+    a row well above k and an empty row, with k = 1, not a power of two, and just below 2048:
+    the bucket order and the sort give the golden's result, bit for bit."""
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1, 1], k_lens=[k, k + 1, 8 * k + 100, 0],
+                                       sparse_count=k, return_value=True, device="cuda", seed=k)
+    _both_orders_agree(monkeypatch, args, kwargs)
+
+
+@pytest.mark.parametrize("k", [512, 2048])
+def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
+    """A threshold far too low (aimed at three times CAP candidates): the bucket order places
+    only the groups that start before k, so it needs no exact fallback, and it gives the
+    golden's result, bit for bit the sort order's (which takes the exact fallback)."""
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    from custom_ops.backends.cuda.indexer_topk import _indexer_place_kernel
+    monkeypatch.setattr(configs, "target_candidates", lambda k, cap: 3 * cap)
+    groups = []
+    real = cuda_indexer.launch
+
+    def spy(kernel, grid, *a, **kw):
+        if kernel is _indexer_place_kernel:
+            groups.append(a[7])  # each slot's group word: first | size << 16
+        return real(kernel, grid, *a, **kw)
+    monkeypatch.setattr(cuda_indexer, "launch", spy)
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1], k_lens=[60000, 20000, 9000],
+                                       sparse_count=k, return_value=True, device="cuda", seed=k)
+    _both_orders_agree(monkeypatch, args, kwargs)
+    # the exact fallback puts its k keys in one group; the placed top group is a few keys
+    assert ((groups[0][:, 0] >> 16) < k).all(), (groups[0][:, 0] >> 16).tolist()
 
 
 def test_long_rows_match_the_golden():

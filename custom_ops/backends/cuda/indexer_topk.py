@@ -420,7 +420,9 @@ def _indexer_segments_kernel(
 @triton.jit
 def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
     """Row r's keys n, its G segments' candidate counts, their total, and whether the sampled
-    threshold worked: the total is in [K, CAP] (or the row sees at most K keys, all taken)."""
+    threshold worked for the sort order: the total is in [K, CAP] (or the row sees at most K
+    keys, all taken). The bucket order takes more than CAP candidates where its placed ones
+    fit (place)."""
     G = tl.num_programs(1)
     gs = tl.arange(0, G_PAD)
     counts = tl.load(cnt_ptr + r.to(tl.int64) * G + gs, mask=gs < G, other=0)
@@ -489,7 +491,8 @@ def _indexer_place_kernel(
     """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
     group starts after every candidate of a higher bucket, and an atomic cursor gives each
     candidate a slot inside its group (the slot inside a group decides nothing: the rank kernel
-    orders a group by comparing keys). If the sampled threshold missed [K, CAP], program
+    orders a group by comparing keys). If fewer than K candidates reached t0, or the groups
+    up to position K hold more than CAP (a group of ties, a threshold far too low), program
     (r, 0) runs the exact select instead and its K keys form a single group."""
     _dependent_start(PDL)
     r = tl.program_id(0)
@@ -505,15 +508,18 @@ def _indexer_place_kernel(
     base = tl.load(thr_ptr + 4 * r + THR_BASE)
     shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
     bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
+    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
+    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+    # a group that starts at K or later holds no output position: its candidates are not
+    # placed, and the rank kernel stops at the first such start (every start is a group
+    # boundary: an empty bucket's is the next lower group's). So more than CAP candidates are
+    # fine as long as the placed ones fit (and no segment overflowed its slot): a threshold
+    # a little low costs nothing here, where the sort order needs the exact fallback
+    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
+    ok = (n <= K) | ((total >= K) & (total <= CAP) & (tl.max(counts, 0) <= CAP))
     if ok:
         c = _segment_count(counts, g, G_PAD)
-        start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-        group = start | (bcnt << 16)  # CAP <= 4096 < 2^16
-        # a group that starts at K or later holds no output position: its candidates are not
-        # placed, and the rank kernel stops at the first such start (every start is a group
-        # boundary: an empty bucket's is the next lower group's)
-        total = tl.minimum(total, tl.min(tl.where(start >= K, start, CAP), 0))
+        group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
         for i0 in range(0, c, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
             if i0 > 0:
