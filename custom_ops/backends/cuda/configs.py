@@ -120,6 +120,9 @@ class TopkConfig:
     buckets: int = 1024  # NB, a power of two
     bucket_block: int = 32  # candidates per program of the bucket rank kernel
     bucket_block_j: int = 32  # candidates compared per step there
+    # slots past k the rank grid covers in its first pass (the placed groups end a few past k;
+    # programs loop over what lies beyond): fewer programs that only find nothing to do
+    rank_slots_past_k: int = 256
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
     # warps of the place and rank programs: 2 or 8 for place, 1, 2 or 8 for rank (and rank
     # blocks of 16 or 64) measured no faster than 4 at B=1/8/64 (H200, session 12)
@@ -233,6 +236,13 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
     """G: segment programs per row, so that rows·G is about tc.programs
     (rows·G <= programs + rows)."""
     return max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
+
+
+def rank_programs(k: int, cap: int, tc: TopkConfig) -> int:
+    """Programs per row of the bucket rank kernel: blocks of tc.bucket_block slots covering k
+    and tc.rank_slots_past_k more, at most the cap's."""
+    block = tc.bucket_block
+    return min(cap // block, -(-(k + tc.rank_slots_past_k) // block))
 
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:

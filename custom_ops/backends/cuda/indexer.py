@@ -264,7 +264,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             logits, stride, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
             BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
-        launch(_indexer_rank_kernel, (rows, cand_cap // tc.bucket_block),
+        launch(_indexer_rank_kernel, (rows, configs.rank_programs(k, cand_cap, tc)),
             dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
             BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
         return

@@ -542,26 +542,12 @@ def _indexer_place_kernel(
 
 
 @triton.jit
-def _indexer_rank_kernel(
-        dense_ptr, grp_ptr, tot_ptr,  # int64 / int32 [R, CAP], int32 [R]: place's grouped
-        # candidates, their group words, and how many
-        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
-        BLOCK_J: tl.constexpr, PDL: tl.constexpr):
-    """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
-    (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
-    higher groups). Slots are grouped, so the groups of this block's candidates are one
-    contiguous range of slots, and each candidate is compared only with that range. Positions
-    from min(total, K) on get -1 / -inf."""
-    _dependent_start(PDL)
-    r64 = tl.program_id(0).to(tl.int64)
-    i0 = tl.program_id(1) * BLOCK_I
+def _rank_block(row, grp_row, out_idx, out_val, key_i, grp_i, i0, total, K,
+                RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
+                BLOCK_J: tl.constexpr):
+    """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
+    to its position, and positions from min(total, K) on padded."""
     i = i0 + tl.arange(0, BLOCK_I)
-    total = tl.load(tot_ptr + r64)
-    row = dense_ptr + r64 * CAP
-    # loaded before `total` is known (in bounds: CAP slots); slots past it are never used
-    key_i = tl.load(row + i)
-    grp_i = tl.load(grp_ptr + r64 * CAP + i)
     mine = i < total
     first = grp_i & 65535
     end = tl.where(mine, first + (grp_i >> 16), 0)
@@ -575,16 +561,47 @@ def _indexer_rank_kernel(
                       & (j[None, :] < end[:, None])).to(tl.int32)
         pos = first + tl.sum(beats, 1)
         put = mine & (pos < K)
-        idx_i = _index_of(key_i)
-        tl.store(out_idx_ptr + r64 * K + pos, idx_i, mask=put)
+        tl.store(out_idx + pos, _index_of(key_i), mask=put)
         if RETURN_VALUE:
-            tl.store(out_val_ptr + r64 * K + pos, _score_of(_mono_of(key_i)),
-                     mask=put)
+            tl.store(out_val + pos, _score_of(_mono_of(key_i)), mask=put)
     pad = (i >= total) & (i < K)
-    tl.store(out_idx_ptr + r64 * K + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
+    tl.store(out_idx + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
     if RETURN_VALUE:
-        tl.store(out_val_ptr + r64 * K + i, tl.full([BLOCK_I], float("-inf"), tl.float32),
-                 mask=pad)
+        tl.store(out_val + i, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
+
+
+@triton.jit
+def _indexer_rank_kernel(
+        dense_ptr, grp_ptr, tot_ptr,  # int64 / int32 [R, CAP], int32 [R]: place's grouped
+        # candidates, their group words, and how many
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
+        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
+        BLOCK_J: tl.constexpr, PDL: tl.constexpr):
+    """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
+    (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
+    higher groups). Slots are grouped, so the groups of a block's candidates are one contiguous
+    range of slots, and each candidate is compared only with that range. Positions from
+    min(total, K) on get -1 / -inf. The grid covers a little more than K slots (placed groups
+    rarely reach far past K: configs.rank_programs); program p takes blocks p, p + grid, ...
+    up to max(total, K), so the slots past the grid's first pass are still ranked."""
+    _dependent_start(PDL)
+    r64 = tl.program_id(0).to(tl.int64)
+    blk = tl.program_id(1)
+    total = tl.load(tot_ptr + r64)
+    row = dense_ptr + r64 * CAP
+    grp_row = grp_ptr + r64 * CAP
+    out_idx = out_idx_ptr + r64 * K
+    out_val = out_val_ptr + r64 * K
+    # the first block is loaded before `total` is known (in bounds: the grid covers at most
+    # CAP slots); slots past it are never used
+    i = blk * BLOCK_I + tl.arange(0, BLOCK_I)
+    _rank_block(row, grp_row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+                blk * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
+    step = tl.num_programs(1)
+    for b in range(blk + step, tl.cdiv(tl.maximum(total, K), BLOCK_I), step):
+        i = b * BLOCK_I + tl.arange(0, BLOCK_I)
+        _rank_block(row, grp_row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+                    b * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
 
 
 @triton.jit
