@@ -542,7 +542,7 @@ def _indexer_place_kernel(
 
 
 @triton.jit
-def _rank_block(row, grp_row, out_idx, out_val, key_i, grp_i, i0, total, K,
+def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, K,
                 RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
                 BLOCK_J: tl.constexpr):
     """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
@@ -595,12 +595,12 @@ def _indexer_rank_kernel(
     # the first block is loaded before `total` is known (in bounds: the grid covers at most
     # CAP slots); slots past it are never used
     i = blk * BLOCK_I + tl.arange(0, BLOCK_I)
-    _rank_block(row, grp_row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+    _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
                 blk * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
     step = tl.num_programs(1)
     for b in range(blk + step, tl.cdiv(tl.maximum(total, K), BLOCK_I), step):
         i = b * BLOCK_I + tl.arange(0, BLOCK_I)
-        _rank_block(row, grp_row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+        _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
                     b * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
 
 
