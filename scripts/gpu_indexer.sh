@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call: CUDA correctness (first), memcheck on a subset, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] [LONG=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
+# One device call: CUDA correctness (first), memcheck on a subset, the long-context and
+# fallback-rows checks, then the benchmark.
+#   [TESTS=0] [MEMCHECK=0] [LONG=0] [FALLBACK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -33,6 +34,13 @@ if [ "${LONG:-1}" = 1 ]; then
   # B=64, 128K keys, next_n=4, int8 and fp8: every row against float64 torch scores
   timeout "${LONG_TIMEOUT:-150}" python3 scripts/check_cuda_long_context.py 2>&1 | tee "$OUT/long_context.log"
   echo "long-context check exit ${PIPESTATUS[0]}"
+fi
+if [ "${FALLBACK:-1}" = 1 ]; then
+  # no row of the benchmark's inputs may take the exact top-k fallback (it shows as an outlier
+  # in the benchmark, not as a wrong result)
+  timeout "${FALLBACK_TIMEOUT:-150}" python3 scripts/check_cuda_fallback_rows.py 2>&1 \
+      | tee "$OUT/fallback_rows.log" | grep -E "MISSED" | head -5
+  echo "fallback-rows check exit ${PIPESTATUS[0]}"
 fi
 case "$MODE" in
   profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
