@@ -73,6 +73,20 @@ def test_candidate_slots_and_segments():
         assert rows * g <= tc.programs + rows
 
 
+@pytest.mark.parametrize("slack", [0, 100, 256, 1 << 20])
+@pytest.mark.parametrize("k", [1, 31, 32, 300, 2047, 2048])
+def test_rank_grid_covers_k_and_no_more_than_the_slots(k, slack):
+    """The rank kernel's first pass covers every output position (padding included) and at most
+    the row's CAP slots; the programs loop over whatever placed slots lie past it."""
+    tc = dataclasses.replace(configs.TOPK, rank_slots_past_k=slack)
+    cap = configs.candidate_slots(k, tc)
+    programs = configs.rank_programs(k, cap, tc)
+    assert programs * tc.bucket_block >= min(cap, k + slack)
+    assert programs * tc.bucket_block >= k
+    assert programs <= cap // tc.bucket_block
+    assert (programs - 1) * tc.bucket_block < k + slack
+
+
 def test_threshold_samples_keep_the_stride():
     """Rows up to 64K keys keep 4096 samples; 128K rows get 8192 (stride 16, not 32); longer rows
     stop at max_samples."""
