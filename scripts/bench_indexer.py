@@ -26,6 +26,23 @@ OP = torch.ops.custom.npu_vllm_quant_lightning_indexer
 META = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata
 H, D = 64, 128
 ROTATE_BYTES = 192 << 20  # input copies per timing set: three times the H200's L2
+# the decode cases (batch, context, next_n) and the prefill contexts (one sequence of 4096
+# query tokens, causal), in every dtype
+DECODE = [(b, c, n) for b in (1, 8, 64) for c in (4096, 16384, 65536, 131072) for n in (1, 2, 4)]
+PREFILL_CONTEXTS = (32768, 8192)
+PREFILL_TOKENS = 4096
+
+
+def rotation_copies(case_bytes: int) -> int:
+    """Input copies per timing set: together at least ROTATE_BYTES, so L2 never holds the next
+    call's keys (at most 64)."""
+    return max(1, min(64, math.ceil(ROTATE_BYTES / case_bytes)))
+
+
+def case_tag(kind: str, batch: int, ctx: int, n: int, dtype: str) -> str:
+    if kind == "prefill":
+        return f"prefill-T{n}-ctx{ctx // 1024}K-{dtype}"
+    return f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
 
 
 def copy_bandwidth() -> float:
@@ -165,7 +182,7 @@ def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=
     max_q = next_n if layout == "BSND" else batch * next_n
     bytes_, flops = case_numbers(args0, kwargs0, batch, ctx, next_n,
                                  batch * sum(min(ctx, ctx - next_n + s + 1) for s in range(next_n)))
-    copies = max(1, min(64, math.ceil(ROTATE_BYTES / bytes_)))
+    copies = rotation_copies(bytes_)
     sets = [(args0, with_metadata(args0, kwargs0, max_q))]
     sets += [(a, with_metadata(a, k, max_q)) for a, k in (make(i) for i in range(1, copies))]
     ours = time_graph(lambda a, k: OP(*a, **k), sets, reps)
@@ -401,23 +418,19 @@ def main():
         bench_metadata(results, writer)
         bench_key_windows(bw, opts.only, opts.sweep)
         bars = [(64, 65536, 1), (64, 65536, 4), (1, 65536, 1)]
-        decode = bars if opts.quick else bars + [
-            (b, c, n) for b in (1, 8, 64) for c in (4096, 16384, 65536, 131072) for n in (1, 2, 4)
-            if (b, c, n) not in bars]
+        decode = bars if opts.quick else bars + [case for case in DECODE if case not in bars]
         cases = [("decode", b, c, n, d) for b, c, n in decode[:len(bars)] for d in ("int8", "fp8")]
-        cases += [("prefill", 1, c, 4096, d) for c in (32768, 8192) for d in ("int8", "fp8")]
+        cases += [("prefill", 1, c, PREFILL_TOKENS, d) for c in PREFILL_CONTEXTS
+                  for d in ("int8", "fp8")]
         cases += [("decode", b, c, n, d) for d in ("int8", "fp8") for b, c, n in decode[len(bars):]]
         for kind, batch, ctx, n, dtype in cases:
+            tag = case_tag(kind, batch, ctx, n, dtype)
+            if opts.only not in tag:
+                continue
             if kind == "decode":
-                tag = f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
-                if opts.only not in tag:
-                    continue
                 run_case(tag, lambda i, b=batch, c=ctx, n=n, d=dtype: make_case(b, c, n, d, seed=i),
                          batch, ctx, n, "BSND", bw, writer, results)
             else:
-                tag = f"prefill-T{n}-ctx{ctx // 1024}K-{dtype}"
-                if opts.only not in tag:
-                    continue
                 run_case(tag, lambda i, c=ctx, n=n, d=dtype: make_case(1, c, n, d, layout="TND", seed=i),
                          1, ctx, n, "TND", bw, writer, results, reps=5)
             f.flush()

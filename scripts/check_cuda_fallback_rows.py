@@ -15,7 +15,6 @@ here is the sort order's rule, the stricter one.)
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 import torch
@@ -37,20 +36,19 @@ def main() -> int:
             segments.append((args[2], args[4]))
         return launch(kernel, grid, *args, **kwargs)
     cuda_indexer.launch = spy
-    cases = [("decode", b, c, n, d) for d in ("int8", "fp8") for b in (1, 8, 64)
-             for c in (4096, 16384, 65536, 131072) for n in (1, 2, 4)]
-    cases += [("prefill", 1, c, 4096, d) for c in (32768, 8192) for d in ("int8", "fp8")]
+    cases = [("decode", b, c, n, d) for d in ("int8", "fp8") for b, c, n in bench.DECODE]
+    cases += [("prefill", 1, c, bench.PREFILL_TOKENS, d) for c in bench.PREFILL_CONTEXTS
+              for d in ("int8", "fp8")]
     missed_any = False
     for kind, batch, ctx, n, dtype in cases:
         tnd = kind == "prefill"
-        tag = (f"prefill-T{n}-ctx{ctx // 1024}K-{dtype}" if tnd
-               else f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}")
+        tag = bench.case_tag(kind, batch, ctx, n, dtype)
         if opts.only not in tag:
             continue
         layout = "TND" if tnd else "BSND"
         args, kwargs = bench.make_case(batch, ctx, n, dtype, layout=layout)
         bytes_, _ = bench.case_numbers(args, kwargs, batch, ctx, n, 0)
-        copies = max(1, min(64, math.ceil(bench.ROTATE_BYTES / bytes_)))
+        copies = bench.rotation_copies(bytes_)
         del args, kwargs
         rows = low = high = 0
         for seed in range(copies):  # the benchmark's rotation set
