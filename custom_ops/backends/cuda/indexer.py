@@ -41,7 +41,7 @@ try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp
 except ImportError:
     indexer_logits_gluon = None
 from .indexer_metadata import indexer_metadata, num_workers
-from .launch import empty, is_warming, launch, warming
+from .launch import empty, is_warming, launch, tma_aligned, warming
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
@@ -116,9 +116,8 @@ def _in_graph_or_compile() -> bool:
 def _tma_ok(key) -> bool:
     """Whether a TMA descriptor can describe the cache: 16-byte aligned base and block stride,
     rows of D contiguous elements (the slot stride D)."""
-    size = key.element_size()
-    return (key.data_ptr() % 16 == 0 and key.stride(0) * size % 16 == 0
-            and key.stride(1) == key.shape[3] and key.stride(3) == 1)
+    return (key.stride(1) == key.shape[3] and key.stride(3) == 1
+            and tma_aligned(key, [key.stride(0)]))
 
 
 def _pairs_ok(kscale) -> bool:

@@ -38,7 +38,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .indexer_logits import (_head_sums, _store_scores, batch_rows, header_ok, next_row,
                              row_share, visible_keys, worker_share)
-from .launch import launch
+from .launch import launch, tma_aligned
 
 # one CTA per SM: two consumer warpgroups (each up to two 64 x 128 accumulators and the
 # epilogue) and two loader warps (scalars only), within the SM's 64K registers
@@ -53,13 +53,11 @@ def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int,
     exact fp16 (one token, two, or four stacked as two halves: a dot is at most 128 columns) in
     64-key tiles, and key scales and query describable by TMA too (16-byte aligned bases and
     strides, unit innermost strides)."""
-    def tma_ok(t, strides):
-        return t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in strides)
     dtype_ok = query.dtype == torch.int8 or (query.dtype == torch.float8_e4m3fn and fp8_as_f16)
     return (dtype_ok and mode in (1, 2) and nq in (1, 2, 4)
             and (nq // 2 if split else nq) <= 2 and block_k == 64
-            and kscale.stride(1) == 1 and tma_ok(kscale, [kscale.stride(0)])
-            and query.is_contiguous() and tma_ok(query, []))
+            and kscale.stride(1) == 1 and tma_aligned(kscale, [kscale.stride(0)])
+            and query.is_contiguous() and tma_aligned(query, []))
 
 
 @functools.lru_cache(maxsize=None)

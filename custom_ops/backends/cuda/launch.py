@@ -1,4 +1,5 @@
-"""Kernel launches of the CUDA indexer, and the warm-up that only builds and loads them.
+"""Kernel launches of the CUDA indexer, the warm-up that only builds and loads them, and what a TMA
+descriptor accepts.
 
 A kernel cannot be loaded while a stream is being captured (cuModuleLoadData is refused), so every
 kernel a CUDA graph will launch must already be loaded by the eager calls that precede the
@@ -44,3 +45,9 @@ def launch(kernel, grid, *args, **kwargs):
 def empty(shape, dtype, device) -> torch.Tensor:
     """torch.empty(shape), or one element while warming (nothing reads or writes it then)."""
     return torch.empty(1 if _warming else shape, dtype=dtype, device=device)
+
+
+def tma_aligned(t: torch.Tensor, strides) -> bool:
+    """Whether a TMA descriptor may take t with these outer strides (elements): a 16-byte
+    aligned base and 16-byte multiples (the innermost stride must be 1: the caller's check)."""
+    return t.data_ptr() % 16 == 0 and all(s * t.element_size() % 16 == 0 for s in strides)
