@@ -82,6 +82,18 @@ def _score_of(mono):
 
 
 @triton.jit
+def _unsigned(mono):
+    """The mono as uint32 in the same order (sign bit flipped): what bisections compare."""
+    return (mono ^ INT32_MIN).to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _signed(u):
+    """The mono of an unsigned order key (_unsigned's inverse)."""
+    return (u ^ tl.full([], 2147483648, tl.uint32)).to(tl.int32, bitcast=True)
+
+
+@triton.jit
 def _compact_exact(row_ptr, n, dst_ptr, idx_ptr, CAP, prefix, shift, k_rem,
                    PACKED: tl.constexpr, BLOCK_N: tl.constexpr):
     """Write the keys of row[0:n] whose u >> shift is above `prefix`, and the first k_rem
@@ -97,7 +109,7 @@ def _compact_exact(row_ptr, n, dst_ptr, idx_ptr, CAP, prefix, shift, k_rem,
         valid = i < n
         mono = _mono(nxt)
         nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < n, other=0.0)
-        top = (mono ^ INT32_MIN).to(tl.uint32, bitcast=True) >> shift
+        top = _unsigned(mono) >> shift
         tie = valid & (top == prefix)
         tie_i = tie.to(tl.int32)
         rank = ties + tl.cumsum(tie_i, 0) - tie_i
@@ -165,7 +177,7 @@ def _radix_pass(row_ptr, n, prefix, k_rem, SHIFT: tl.constexpr, FIRST: tl.conste
     for i0 in range(0, n, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
         valid = i < n
-        u = (_mono(tl.load(row_ptr + i, mask=valid, other=0.0)) ^ INT32_MIN).to(tl.uint32, bitcast=True)
+        u = _unsigned(_mono(tl.load(row_ptr + i, mask=valid, other=0.0)))
         if FIRST:
             match = valid
         else:
@@ -252,10 +264,8 @@ def _per_warp_estimate(u, sm, need, sampled, NS: tl.constexpr, BITS: tl.constexp
         cand = best + tl.full([WARPS], 1 << bit, tl.uint32)
         c = tl.sum(tl.sum((u3 >= cand[None, :, None]).to(tl.int32), 0), 1)  # registers first
         best = tl.where(c >= need_w, cand, best)
-    sign = tl.full([], 2147483648, tl.uint32)
-    mean = tl.sum(_score_of((best ^ sign).to(tl.int32, bitcast=True)), 0) / WARPS
-    u_mean = (_mono(mean) ^ INT32_MIN).to(tl.uint32, bitcast=True)
-    return (u_mean >> (32 - BITS)) << (32 - BITS)
+    mean = tl.sum(_score_of(_signed(best)), 0) / WARPS
+    return (_unsigned(_mono(mean)) >> (32 - BITS)) << (32 - BITS)
 
 
 @triton.jit
@@ -279,8 +289,7 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     sm = si * stride < n
     # unsigned order as uint32 (4 bytes a sample: few warps can hold the whole sample);
     # bisect from the most significant bit down; an unsampled slot is 0, below every pivot
-    u = (_mono(tl.load(src + si * step, mask=sm, other=0.0)) ^ INT32_MIN).to(
-        tl.uint32, bitcast=True)
+    u = _unsigned(_mono(tl.load(src + si * step, mask=sm, other=0.0)))
     u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
     best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
@@ -293,14 +302,13 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
                 best = _bisection(u, need, BITS, STEP)
         else:
             best = _bisection(u, need, BITS, STEP)
-    sign = tl.full([], 2147483648, tl.uint32)
-    t0 = tl.where(n > K, (best ^ sign).to(tl.int32, bitcast=True), INT32_MIN)
+    t0 = tl.where(n > K, _signed(best), INT32_MIN)
     base = t0
     if n <= K:  # the smallest score is the base (one block reduction only for such rows)
         lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
-        base = (lo ^ sign).to(tl.int32, bitcast=True)
+        base = _signed(lo)
     top = tl.max(u, 0)
-    return t0, base, (top ^ sign).to(tl.int32, bitcast=True)
+    return t0, base, _signed(top)
 
 
 @triton.jit
