@@ -583,6 +583,7 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
 def _threshold_counts(logits, n, k, warps):
     """Run the threshold kernel over rows of n scores (each followed by phase 1's sample copy):
     how many scores of each row reach its t0."""
+    from custom_ops.backends.cpu import pack_scores  # its high word: the float order as int32
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda.indexer_topk import _indexer_threshold_kernel
     rows, stride = logits.shape
@@ -598,8 +599,7 @@ def _threshold_counts(logits, n, k, warps):
         configs.target_candidates(k, cap), 1, CAUSAL=True, TND=False, HAS_ASQ=False,
         LEADING_ZERO=False, NS=ns, BITS=20, STEP=1, WARPS=warps, NB=0, BLOCK_B=16, PDL=False,
         num_warps=max(warps, 8))
-    bits = logits[:, :n].view(torch.int32)
-    mono = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # the float order as int32
+    mono = pack_scores(logits[:, :n], torch.zeros(n, dtype=torch.int64, device=dev)) >> 32
     return (mono >= thr[:, 1:2]).sum(1)
 
 
