@@ -41,7 +41,7 @@ try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp
 except ImportError:
     indexer_logits_gluon = None
 from .indexer_metadata import indexer_metadata, num_workers
-from .launch import empty, is_warming, launch, tma_aligned, warming
+from .launch import device_properties, empty, is_warming, launch, tma_aligned, warming
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
@@ -149,7 +149,7 @@ def _pdl_ok(dev: torch.device) -> bool:
     """Programmatic dependent launch needs Hopper or newer; the Triton interpreter has none.
     (On CPU tensors outside the interpreter, launches are only recorded and compiled for sm_90.)"""
     if dev.type == "cuda":
-        return torch.cuda.get_device_capability(dev) >= (9, 0)
+        return device_properties(dev).major >= 9
     return not _interpreted()
 
 

@@ -14,7 +14,7 @@ import triton.language as tl
 
 from ... import _checks, metadata as md
 from .configs import split_params
-from .launch import launch
+from .launch import device_properties, launch
 
 
 @triton.jit
@@ -112,7 +112,7 @@ def _indexer_metadata_kernel(
 
 def num_workers(device) -> int:
     """Workers of the CUDA schedule: one per SM (capped by the format's record count)."""
-    return min(torch.cuda.get_device_properties(device).multi_processor_count, md.MAX_WORKERS)
+    return min(device_properties(torch.device(device)).multi_processor_count, md.MAX_WORKERS)
 
 
 def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch, max_seqlen_q,

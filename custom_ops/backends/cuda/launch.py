@@ -7,14 +7,32 @@ capture. When an eager call takes another path than its capture would (logits ro
 lengths instead of the block table; key windows), indexer.py runs the capture's path once inside
 `warming()`: each launch is compiled and loaded but not run (`JITFunction.warmup`), and the
 workspaces are one-element stand-ins (only their dtype and 16-byte alignment reach the compiler).
+
+An eager call pays Triton's launch path on the host for each of its five or six kernels (about
+half of the ~400 µs an eager call took on the H200 machine's CPU). `launch` takes the part of
+that path which selects the compiled variant (Triton's own argument binder and cache key) and
+launches the variant Triton already holds directly, leaving out the rest of JITFunction.run
+(its per-launch Python: option handling, the check that no global changed since compilation,
+the grid proxy). A variant Triton does not hold yet, a kernel with pre-run hooks, or a Triton
+whose JITFunction lacks these internals takes `kernel[grid]` as before.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 
+try:
+    from triton import knobs
+    from triton.runtime import driver
+    from triton.runtime.jit import JITFunction, compute_cache_key
+except ImportError:  # a Triton without these internals: every launch takes kernel[grid]
+    JITFunction = None
+
 _warming = False
+# held variants launched by _launch_held (False: every launch takes kernel[grid]; for comparing)
+direct = True
 
 
 @contextlib.contextmanager
@@ -31,15 +49,54 @@ def is_warming() -> bool:
     return _warming
 
 
+def _launch_held(kernel, grid, args, kwargs) -> bool:
+    """Launch the compiled variant of `kernel` that JITFunction.run would select for these
+    arguments, if Triton already holds it (the same binder, cache key and launcher call);
+    False, with nothing launched, otherwise."""
+    if (JITFunction is None or getattr(type(kernel), "run", None) is not JITFunction.run
+            or kernel.pre_run_hooks):  # the interpreter, a recorder, hooks: Triton's own path
+        return False
+    device = driver.active.get_current_device()
+    caches = kernel.device_caches.get(device)
+    if caches is None or len(caches) != 5:  # never launched here, or another Triton's layout
+        return False
+    kernel_cache, key_cache, _, _, binder = caches
+    kwargs["debug"] = kwargs.get("debug", kernel.debug) or knobs.runtime.debug
+    kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
+    bound, specialization, options = binder(*args, **kwargs)
+    compiled = kernel_cache.get(compute_cache_key(key_cache, specialization, options))
+    if compiled is None or hasattr(compiled, "result"):  # not built yet, or still building
+        return False
+    stream = driver.active.get_current_stream(device)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    values = bound.values()
+    compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata,
+                 compiled.launch_metadata(grid, stream, *values),
+                 knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
+    return True
+
+
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs); while warming, build and load it without running it."""
     if not _warming:
-        kernel[grid](*args, **kwargs)
+        if not (direct and _launch_held(kernel, grid, args, dict(kwargs))):
+            kernel[grid](*args, **kwargs)
         return
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     if hasattr(compiled, "result"):  # asynchronous compilation
         compiled = compiled.result()
     compiled._init_handles()
+
+
+@functools.lru_cache(maxsize=None)
+def _properties(index: int):
+    return torch.cuda.get_device_properties(index)
+
+
+def device_properties(device: torch.device):
+    """torch.cuda.get_device_properties(device), read once per device (every eager call asks
+    for the SM count and the compute capability)."""
+    return _properties(torch.cuda.current_device() if device.index is None else device.index)
 
 
 def empty(shape, dtype, device) -> torch.Tensor:
