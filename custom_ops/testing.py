@@ -99,7 +99,7 @@ def _fail(where, what):
 
 
 def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=False,
-                         rounding="float64", value_rtol=1e-3):
+                         rounding="float64", value_rtol=1e-3, golden_device="cpu"):
     """Compare one backend's output with the golden, row by row (SPEC §1.5).
 
     Checks: -1 exactly in the padding and the count min(sparse_count, L); every index visible; no
@@ -107,12 +107,14 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
     `rtol · max|score of the row|` of the boundary (k-th) score; order non-increasing in golden
     score up to that tolerance; values equal golden scores (value_rtol) and -inf in the padding.
     `exact=True` demands the golden indices exactly (ties broken by the smaller index).
+    `golden_device`: where the golden's arithmetic runs (golden_scores' `device`).
     """
     k = kwargs["sparse_count"]
     idx_all = indices.detach().cpu().reshape(-1, k).long()
     val_all = values.detach().cpu().reshape(-1, k) if kwargs.get("return_value") else None
     covered = torch.zeros(idx_all.shape[0], dtype=torch.bool)
-    for b, (row0, score) in enumerate(golden_scores(*args, rounding=rounding, **kwargs)):
+    for b, (row0, score) in enumerate(golden_scores(*args, rounding=rounding, device=golden_device,
+                                                             **kwargs)):
         rows = score.shape[0]
         covered[row0:row0 + rows] = True
         idx = idx_all[row0:row0 + rows]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One device call: CUDA correctness (first), memcheck on a subset, the long-context and
-# fallback-rows checks, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] [LONG=0] [FALLBACK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
+# One device call: CUDA correctness (first), memcheck on a subset, random calls against the golden
+# (scripts/fuzz_indexer.py), the long-context and fallback-rows checks, then the benchmark.
+#   [TESTS=0] [MEMCHECK=0] [FUZZ=0] [LONG=0] [FALLBACK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -30,6 +30,12 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
       --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer_cuda.py \
       -k "key_windows_outside_capture" 2>&1 | tee "$OUT/memcheck_windows.log" | tail -6
   echo "memcheck (key windows) exit ${PIPESTATUS[0]}"
+fi
+if [ "${FUZZ:-1}" = 1 ]; then
+  # random calls beyond the tests' sizes against the golden (float64 on the GPU)
+  timeout $(( ${FUZZ_SECONDS:-60} + 90 )) python3 scripts/fuzz_indexer.py --seconds "${FUZZ_SECONDS:-60}" \
+      --seed "${FUZZ_SEED:-0}" 2>&1 | tee "$OUT/fuzz.log" | tail -3
+  echo "fuzz exit ${PIPESTATUS[0]}"
 fi
 if [ "${LONG:-1}" = 1 ]; then
   # B=64, 128K keys, next_n=4, int8 and fp8: every row against float64 torch scores

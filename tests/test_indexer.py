@@ -67,6 +67,9 @@ CORNERS = {
     "contiguous-key": dict(q_lens=[3], k_lens=[333], strided_key=False),
     "block1024-ragged": dict(q_lens=[1, 4, 2], k_lens=[2100, 1, 1025], block_size=1024),
     "values-padding": dict(q_lens=[3], k_lens=[10], sparse_count=64, return_value=True),
+    # 280 causal rows of which only the last few see a key: row groups of different widths
+    "values-of-rows-seeing-nothing": dict(q_lens=[280], k_lens=[64], cmp_ratio=64,
+                                          return_value=True),
 }
 
 

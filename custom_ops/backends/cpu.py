@@ -60,9 +60,13 @@ def _batch_topk(q, a, keys, ks, vis, k, compute_dtype):
             cand = torch.cat([best, pack_scores(score, cols.expand(n, -1))], 1)
             best = torch.topk(cand, min(k, cand.shape[1]), dim=1, sorted=False).values
         best_rows.append(torch.sort(best, dim=1, descending=True).values)
-    width = max((t.shape[1] for t in best_rows), default=0)
-    return torch.cat([torch.nn.functional.pad(t, (0, width - t.shape[1]), value=_PAD)
-                      for t in best_rows]) if best_rows else torch.empty(0, 0, dtype=torch.int64)
+    # chunks whose rows see fewer keys are narrower: pad them with _PAD. (A float fill value, as
+    # F.pad takes, rounds the int64 and unpacks as -3.4e38 instead of -inf.)
+    out = torch.full((rows, max((t.shape[1] for t in best_rows), default=0)), _PAD,
+                     dtype=torch.int64)
+    for r0, t in zip(range(0, rows, q_chunk), best_rows):
+        out[r0:r0 + t.shape[0], :t.shape[1]] = t
+    return out
 
 
 @torch.library.impl("custom::npu_vllm_quant_lightning_indexer", "CPU")

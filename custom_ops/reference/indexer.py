@@ -43,8 +43,11 @@ def _batch_keys(key, key_dequant_scale, block_table, b, s2c, block_size):
 
 def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *,
                   actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
-                  layout_query="BSND", sparse_mode=3, cmp_ratio=1, rounding="float64", **_):
-    """Per batch: (first output row, float64 scores [S1_b, S2c_b] with -inf where not visible)."""
+                  layout_query="BSND", sparse_mode=3, cmp_ratio=1, rounding="float64", device="cpu",
+                  **_):
+    """Per batch: (first output row, float64 scores [S1_b, S2c_b] with -inf where not visible),
+    on the CPU. `device`: where the dot products and sums run (a GPU makes large problems
+    cheap to check; the arithmetic is the same)."""
     if rounding not in ("float64", "ascend_a3"):
         raise ValueError(f"rounding must be 'float64' or 'ascend_a3', got {rounding!r}")
     if rounding == "ascend_a3" and query.dtype != torch.int8:
@@ -67,9 +70,10 @@ def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *
         s_idx = torch.arange(max(s1, 0))
         vis = visible_keys(s_idx, s1, s2, cmp_ratio, sparse_mode)  # [S1_b]
         k, ks = _batch_keys(key, kscale, block_table, b, s2c, key.shape[1])
-        q = q_rows[row0:row0 + s1].double()  # [S1_b, N1, D]
-        dot = torch.einsum("sgd,jd->sgj", q, k.double())
-        w, qs = w_rows[row0:row0 + s1], qs_rows[row0:row0 + s1]
+        q = q_rows[row0:row0 + s1].to(device).double()  # [S1_b, N1, D]
+        dot = torch.einsum("sgd,jd->sgj", q, k.to(device).double())
+        w, qs = w_rows[row0:row0 + s1].to(device), qs_rows[row0:row0 + s1].to(device)
+        ks, vis = ks.to(device), vis.to(device)
         if rounding == "float64":
             a = w.double() * qs.double()
             score = (a[..., None] * torch.relu(dot)).sum(1) * ks.double()[None, :]
@@ -78,9 +82,9 @@ def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *
             r = torch.relu(dot / 1024).half()
             score = (a.float()[..., None] * r.float()).sum(1) * (ks.float() * 1024)[None, :]
             score = score.double()
-        cols = torch.arange(s2c)
+        cols = torch.arange(s2c, device=device)
         score = torch.where(cols[None, :] < vis[:, None], score, float("-inf"))
-        out.append((row0, score))
+        out.append((row0, score.cpu()))
     return out
 
 
