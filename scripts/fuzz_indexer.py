@@ -62,6 +62,8 @@ def draw(rng: random.Random, device: str) -> dict:
         case["pass_q_lens"] = rng.random() < 0.9
     else:
         case["t_pad"] = rng.choice([0, 0, 2, 17])
+    # weights in the other accepted dtype than the scales (SPEC §1.1 ties only the two scales)
+    case["weights_f32"] = rng.choice([None, None, True, False])
     case["mode"] = rng.choice(["eager", "eager", "graph"]) if device == "cuda" else "eager"
     case["with_metadata"] = rng.random() < 0.5
     return case
@@ -74,13 +76,18 @@ def tag(case: dict) -> str:
             f"cmp{case['cmp_ratio']:<4} bs{case['block_size']:<5} m{case['sparse_mode']} "
             f"k{case['sparse_count']:<5} {case['dtype']:<7}"
             f"{' ties' if case['ties'] else ''}{' meta' if case['with_metadata'] else ''}"
-            f"{'' if case['strided_key'] else ' contig'}{' values' if case['return_value'] else ''}")
+            f"{'' if case['strided_key'] else ' contig'}{' values' if case['return_value'] else ''}"
+            f"{'' if case['weights_f32'] is None else ' w' + ('f32' if case['weights_f32'] else 'f16')}")
 
 
 def inputs(case: dict, device: str):
     qk, sc = DTYPES[case["dtype"]]
-    make = {n: v for n, v in case.items() if n not in ("dtype", "mode", "with_metadata")}
+    make = {n: v for n, v in case.items()
+            if n not in ("dtype", "mode", "with_metadata", "weights_f32")}
     args, kwargs = make_indexer_inputs(qk_dtype=qk, scale_dtype=sc, device=device, **make)
+    if case["weights_f32"] is not None:
+        w = args[2].to(torch.float32 if case["weights_f32"] else torch.float16)
+        args = (*args[:2], w, *args[3:])
     if case["with_metadata"]:
         asq = kwargs["actual_seq_lengths_query"]
         if case["layout"] == "BSND":
