@@ -44,10 +44,12 @@ def _batch_keys(key, key_dequant_scale, block_table, b, s2c, block_size):
 def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *,
                   actual_seq_lengths_query=None, actual_seq_lengths_key=None, block_table=None,
                   layout_query="BSND", sparse_mode=3, cmp_ratio=1, rounding="float64", device="cpu",
-                  **_):
+                  magnitudes=False, **_):
     """Per batch: (first output row, float64 scores [S1_b, S2c_b] with -inf where not visible),
     on the CPU. `device`: where the dot products and sums run (a GPU makes large problems
-    cheap to check; the arithmetic is the same)."""
+    cheap to check; the arithmetic is the same). `magnitudes`: each entry also carries the
+    scores' magnitudes Σ_g |weights[g]·qscale[g]|·ReLU(...)·kscale (0 where not visible), the
+    scale of a float32 head sum's rounding, which cancellation can leave far above the score."""
     if rounding not in ("float64", "ascend_a3"):
         raise ValueError(f"rounding must be 'float64' or 'ascend_a3', got {rounding!r}")
     if rounding == "ascend_a3" and query.dtype != torch.int8:
@@ -77,14 +79,23 @@ def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *
         if rounding == "float64":
             a = w.double() * qs.double()
             score = (a[..., None] * torch.relu(dot)).sum(1) * ks.double()[None, :]
+            if magnitudes:
+                mag = (a.abs()[..., None] * torch.relu(dot)).sum(1) * ks.double()[None, :]
         else:
             a = (w.float() * qs.float()).half()
             r = torch.relu(dot / 1024).half()
             score = (a.float()[..., None] * r.float()).sum(1) * (ks.float() * 1024)[None, :]
             score = score.double()
+            if magnitudes:
+                mag = (a.float().abs()[..., None] * r.float()).sum(1).double() * \
+                    (ks.double() * 1024)[None, :]
         cols = torch.arange(s2c, device=device)
-        score = torch.where(cols[None, :] < vis[:, None], score, float("-inf"))
-        out.append((row0, score.cpu()))
+        seen = cols[None, :] < vis[:, None]
+        score = torch.where(seen, score, float("-inf"))
+        if magnitudes:
+            out.append((row0, score.cpu(), torch.where(seen, mag, 0.0).cpu()))
+        else:
+            out.append((row0, score.cpu()))
     return out
 
 
