@@ -63,7 +63,7 @@ def draw(rng: random.Random, device: str) -> dict:
     else:
         case["t_pad"] = rng.choice([0, 0, 2, 17])
     # weights in the other accepted dtype than the scales (SPEC §1.1 ties only the two scales)
-    case["weights_f32"] = rng.choice([None, None, True, False])
+    case["weights_dtype"] = rng.choice([None, None, "float32", "float16"])
     case["mode"] = rng.choice(["eager", "eager", "graph"]) if device == "cuda" else "eager"
     case["with_metadata"] = rng.random() < 0.5
     return case
@@ -77,17 +77,16 @@ def tag(case: dict) -> str:
             f"k{case['sparse_count']:<5} {case['dtype']:<7}"
             f"{' ties' if case['ties'] else ''}{' meta' if case['with_metadata'] else ''}"
             f"{'' if case['strided_key'] else ' contig'}{' values' if case['return_value'] else ''}"
-            f"{'' if case['weights_f32'] is None else ' w' + ('f32' if case['weights_f32'] else 'f16')}")
+            f"{'' if case['weights_dtype'] is None else ' weights ' + case['weights_dtype']}")
 
 
 def inputs(case: dict, device: str):
     qk, sc = DTYPES[case["dtype"]]
     make = {n: v for n, v in case.items()
-            if n not in ("dtype", "mode", "with_metadata", "weights_f32")}
+            if n not in ("dtype", "mode", "with_metadata", "weights_dtype")}
     args, kwargs = make_indexer_inputs(qk_dtype=qk, scale_dtype=sc, device=device, **make)
-    if case["weights_f32"] is not None:
-        w = args[2].to(torch.float32 if case["weights_f32"] else torch.float16)
-        args = (*args[:2], w, *args[3:])
+    if case["weights_dtype"] is not None:
+        args = (*args[:2], args[2].to(getattr(torch, case["weights_dtype"])), *args[3:])
     if case["with_metadata"]:
         asq = kwargs["actual_seq_lengths_query"]
         if case["layout"] == "BSND":

@@ -78,9 +78,10 @@ def golden_scores(query, key, weights, query_dequant_scale, key_dequant_scale, *
         ks, vis = ks.to(device), vis.to(device)
         if rounding == "float64":
             a = w.double() * qs.double()
-            score = (a[..., None] * torch.relu(dot)).sum(1) * ks.double()[None, :]
+            r = torch.relu(dot)
+            score = (a[..., None] * r).sum(1) * ks.double()[None, :]
             if magnitudes:
-                mag = (a.abs()[..., None] * torch.relu(dot)).sum(1) * ks.double()[None, :]
+                mag = (a.abs()[..., None] * r).sum(1) * ks.double()[None, :]
         else:
             a = (w.float() * qs.float()).half()
             r = torch.relu(dot / 1024).half()
