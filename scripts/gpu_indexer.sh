@@ -14,7 +14,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 if [ "${TESTS:-1}" = 1 ]; then
   timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -x -q -p no:cacheprovider -n 8 \
       tests/test_indexer_cuda.py tests/test_indexer.py tests/test_graph.py tests/test_metadata.py \
-      tests/test_cuda_launch.py \
+      tests/test_cuda_launch.py tests/test_cuda_plans.py \
       -k cuda 2>&1 | tee "$OUT/pytest.log" | tail -25
   echo "pytest exit ${PIPESTATUS[0]}"
 fi

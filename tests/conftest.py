@@ -36,6 +36,14 @@ def _seeded():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _no_plans_from_other_tests():
+    """Every test starts without the CUDA backend's launch plans: a plan's key does not see a
+    test's monkeypatched configuration functions, and some tests count launches."""
+    from custom_ops.backends.cuda import plans
+    plans.clear()
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param

@@ -40,8 +40,9 @@ try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp
     from . import indexer_logits_gluon
 except ImportError:
     indexer_logits_gluon = None
+from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
-from .launch import device_properties, empty, is_warming, launch, tma_aligned, warming
+from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
 from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
                            _indexer_rank_kernel,
                            _indexer_segments_kernel, _indexer_threshold_kernel,
@@ -189,7 +190,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
     stride = width + configs.sample_columns(width)  # a row's logits, then its sample
     logits = empty((rows, stride), dtype=torch.float32, device=dev)
-    err = torch.empty(1, dtype=torch.int32, device=dev)
+    err = empty((1,), dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
@@ -276,12 +277,15 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     # sorted in place: torch.sort copies its input into the values output unless they are one
     # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
     perm = empty((rows, cand_cap), dtype=torch.int64, device=dev)
-    if not is_warming():
-        torch.sort(mono, dim=1, descending=True, stable=True, out=(mono, perm))
+    torch_step(_sort_rows, mono, perm)
     block = min(1024, triton.next_power_of_2(k))
     launch(_indexer_unpack_kernel, (rows, triton.cdiv(k, block)),
         mono, perm, cand_cap, cand_idx, total, idx_out, values, k,
         RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
+
+
+def _sort_rows(mono, perm):
+    torch.sort(mono, dim=1, descending=True, stable=True, out=(mono, perm))
 
 
 def _run_key_windows(query, key, weights, qscale, kscale, asq, ask, block_table, meta,
@@ -472,8 +476,8 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
     graph = _in_graph_or_compile()  # the lengths cannot be read
+    lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
     if metadata is not None and query.device.type == "cuda" and not graph:
-        lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
         _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
 
     graph_width = configs.window_keys(rows, cap, p.block_size)
@@ -489,7 +493,16 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
                                metadata, p=p, rows=rows, leading_zero=leading_zero,
                                workers=workers, width=graph_width,
                                key_windows=graph_width < cap)
-    _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
-           val_out, p=p, rows=rows, leading_zero=leading_zero, workers=workers, width=width,
-           key_windows=graph and width < cap)
+    tensors = (query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
+               val_out)
+
+    def solve():
+        _solve(*tensors, p=p, rows=rows, leading_zero=leading_zero, workers=workers,
+               width=width, key_windows=graph and width < cap)
+    if graph or query.device.type != "cuda" or _interpreted() or not plans.usable():
+        solve()
+    else:  # an eager call: replayed from the plan of its signature (plans.py)
+        plans.call((p, rows, leading_zero, workers, width, query.device, lc, topk_config(),
+                    WORKSPACE_BYTES, *map(plans.signature, tensors)), tensors, query.device,
+                   solve)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

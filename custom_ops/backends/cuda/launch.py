@@ -33,6 +33,9 @@ except ImportError:  # a Triton without these internals: every launch takes kern
 _warming = False
 # held variants launched by _launch_held (False: every launch takes kernel[grid]; for comparing)
 direct = True
+# a plans.Recorder while an eager call is recorded: it is told of every launch, workspace
+# allocation and torch step
+_recorder = None
 
 
 @contextlib.contextmanager
@@ -45,14 +48,22 @@ def warming():
         _warming = False
 
 
-def is_warming() -> bool:
-    return _warming
+@contextlib.contextmanager
+def recording(recorder):
+    """Launches, allocations and torch steps inside are also reported to `recorder`."""
+    global _recorder
+    _recorder = recorder
+    try:
+        yield recorder
+    finally:
+        _recorder = None
 
 
-def _launch_held(kernel, grid, args, kwargs) -> bool:
+def _launch_held(kernel, grid, args, kwargs):
     """Launch the compiled variant of `kernel` that JITFunction.run would select for these
-    arguments, if Triton already holds it (the same binder, cache key and launcher call);
-    False, with nothing launched, otherwise."""
+    arguments, if Triton already holds it (the same binder, cache key and launcher call), and
+    return (that variant, the 3-d grid, the bound argument values); False, with nothing
+    launched, otherwise."""
     if (JITFunction is None or getattr(type(kernel), "run", None) is not JITFunction.run
             or kernel.pre_run_hooks):  # the interpreter, a recorder, hooks: Triton's own path
         return False
@@ -69,18 +80,21 @@ def _launch_held(kernel, grid, args, kwargs) -> bool:
         return False
     stream = driver.active.get_current_stream(device)
     grid = tuple(grid) + (1,) * (3 - len(grid))
-    values = bound.values()
+    values = tuple(bound.values())
     compiled.run(grid[0], grid[1], grid[2], stream, compiled.function, compiled.packed_metadata,
                  compiled.launch_metadata(grid, stream, *values),
                  knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *values)
-    return True
+    return compiled, grid, values
 
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs); while warming, build and load it without running it."""
     if not _warming:
-        if not (direct and _launch_held(kernel, grid, args, dict(kwargs))):
+        held = direct and _launch_held(kernel, grid, args, dict(kwargs))
+        if not held:
             kernel[grid](*args, **kwargs)
+        if _recorder is not None:
+            _recorder.launched(held or None)
         return
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     if hasattr(compiled, "result"):  # asynchronous compilation
@@ -101,7 +115,20 @@ def device_properties(device: torch.device):
 
 def empty(shape, dtype, device) -> torch.Tensor:
     """torch.empty(shape), or one element while warming (nothing reads or writes it then)."""
-    return torch.empty(1 if _warming else shape, dtype=dtype, device=device)
+    t = torch.empty(1 if _warming else shape, dtype=dtype, device=device)
+    if _recorder is not None:
+        _recorder.allocated(t)
+    return t
+
+
+def torch_step(fn, *tensors):
+    """fn(*tensors), a torch operation between two launches (a plan replays it as one);
+    nothing while warming."""
+    if _warming:
+        return
+    fn(*tensors)
+    if _recorder is not None:
+        _recorder.stepped(fn, tensors)
 
 
 def tma_aligned(t: torch.Tensor, strides) -> bool:
