@@ -130,7 +130,7 @@ def indexer_metadata(actual_seq_lengths_query, actual_seq_lengths_key, *, batch,
     tnd = layout_query == "TND"
     if out is None:
         shape = (windows, md.METADATA_LEN) if window_keys else (md.METADATA_LEN,)
-        out = empty(shape, dtype=torch.int32, device=ask.device)
+        out = empty(shape, dtype=torch.int32, device=ask.device, stand_in=False)
     launch(_indexer_metadata_kernel, (windows,),
         ask if asq is None else asq, ask, out, batch, batch * qb_count, max_seqlen_q, q_block,
         qb_count, params.k_block, sparse_count, window_keys,

@@ -113,9 +113,11 @@ def device_properties(device: torch.device):
     return _properties(torch.cuda.current_device() if device.index is None else device.index)
 
 
-def empty(shape, dtype, device) -> torch.Tensor:
-    """torch.empty(shape), or one element while warming (nothing reads or writes it then)."""
-    t = torch.empty(1 if _warming else shape, dtype=dtype, device=device)
+def empty(shape, dtype, device, *, stand_in: bool = True) -> torch.Tensor:
+    """torch.empty(shape), or with stand_in one element while warming (nothing reads or writes
+    it then; a tensor the host code indexes, such as the key windows' schedules, takes
+    stand_in=False). Recorded as a workspace region while a call is recorded."""
+    t = torch.empty(1 if _warming and stand_in else shape, dtype=dtype, device=device)
     if _recorder is not None:
         _recorder.allocated(t)
     return t
