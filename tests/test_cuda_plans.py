@@ -118,6 +118,16 @@ def test_torch_steps_replay_on_views_of_the_new_workspace(fake_triton):
     assert vp - up == 512
 
 
+def test_another_threads_allocations_are_not_this_calls():
+    import threading
+    with L.recording(plans.Recorder([])) as rec:
+        other = threading.Thread(target=lambda: L.empty((10,), torch.int32, "cpu"))
+        other.start()
+        other.join()
+        mine = L.empty((3,), torch.int32, "cpu")
+    assert rec.regions == [mine]
+
+
 def test_call_records_the_second_time_and_gives_up_after_three_failures(fake_triton, monkeypatch):
     monkeypatch.setattr(plans, "_plans", {})
     monkeypatch.setattr(plans, "_failed", {})
@@ -127,8 +137,8 @@ def test_call_records_the_second_time_and_gives_up_after_three_failures(fake_tri
 
     def run(compiled):
         runs.append(1)
-        if L._recorder is not None:
-            L._recorder.launched((kernel, (1, 1, 1), (x,)) if compiled else None)
+        if L._recorder() is not None:
+            L._recorder().launched((kernel, (1, 1, 1), (x,)) if compiled else None)
     plans.call("k", [x], "cpu", lambda: run(False))  # Triton compiled it: nothing held
     assert "k" not in plans._plans
     plans.call("k", [x], "cpu", lambda: run(True))

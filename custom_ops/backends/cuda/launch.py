@@ -15,11 +15,16 @@ launches the variant Triton already holds directly, leaving out the rest of JITF
 (its per-launch Python: option handling, the check that no global changed since compilation,
 the grid proxy). A variant Triton does not hold yet, a kernel with pre-run hooks, or a Triton
 whose JITFunction lacks these internals takes `kernel[grid]` as before.
+
+Inside `recording(recorder)` (plans.py, on the calling thread only) every launch, workspace
+allocation (`empty`) and torch operation between launches (`torch_step`) is also reported, so
+that later eager calls of the same signature can replay them without this module's Python.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 
 import torch
 
@@ -33,9 +38,10 @@ except ImportError:  # a Triton without these internals: every launch takes kern
 _warming = False
 # held variants launched by _launch_held (False: every launch takes kernel[grid]; for comparing)
 direct = True
-# a plans.Recorder while an eager call is recorded: it is told of every launch, workspace
-# allocation and torch step
-_recorder = None
+# .recorder: a plans.Recorder while this thread's eager call is recorded; it is told of every
+# launch, workspace allocation and torch step (per thread: another thread's launches are not
+# this call's)
+_local = threading.local()
 
 
 @contextlib.contextmanager
@@ -50,13 +56,17 @@ def warming():
 
 @contextlib.contextmanager
 def recording(recorder):
-    """Launches, allocations and torch steps inside are also reported to `recorder`."""
-    global _recorder
-    _recorder = recorder
+    """Launches, allocations and torch steps of this thread inside are also reported to
+    `recorder`."""
+    _local.recorder = recorder
     try:
         yield recorder
     finally:
-        _recorder = None
+        _local.recorder = None
+
+
+def _recorder():
+    return getattr(_local, "recorder", None)
 
 
 def _launch_held(kernel, grid, args, kwargs):
@@ -93,8 +103,9 @@ def launch(kernel, grid, *args, **kwargs):
         held = direct and _launch_held(kernel, grid, args, dict(kwargs))
         if not held:
             kernel[grid](*args, **kwargs)
-        if _recorder is not None:
-            _recorder.launched(held or None)
+        recorder = _recorder()
+        if recorder is not None:
+            recorder.launched(held or None)
         return
     compiled = kernel.warmup(*args, grid=grid, **kwargs)
     if hasattr(compiled, "result"):  # asynchronous compilation
@@ -118,8 +129,9 @@ def empty(shape, dtype, device, *, stand_in: bool = True) -> torch.Tensor:
     it then; a tensor the host code indexes, such as the key windows' schedules, takes
     stand_in=False). Recorded as a workspace region while a call is recorded."""
     t = torch.empty(1 if _warming and stand_in else shape, dtype=dtype, device=device)
-    if _recorder is not None:
-        _recorder.allocated(t)
+    recorder = _recorder()
+    if recorder is not None:
+        recorder.allocated(t)
     return t
 
 
@@ -129,8 +141,9 @@ def torch_step(fn, *tensors):
     if _warming:
         return
     fn(*tensors)
-    if _recorder is not None:
-        _recorder.stepped(fn, tensors)
+    recorder = _recorder()
+    if recorder is not None:
+        recorder.stepped(fn, tensors)
 
 
 def tma_aligned(t: torch.Tensor, strides) -> bool:
