@@ -221,3 +221,21 @@ def test_another_alignment_is_another_plan():
         out2 = _poisoned_call(moved, kwargs)
         assert torch.equal(out[0], out2[0]) and torch.equal(out[1], out2[1])
     assert sum(isinstance(v, plans.Plan) for v in plans._plans.values()) == 2
+
+
+@cuda
+def test_chunked_calls_are_not_planned(monkeypatch):
+    """A call in chunks (SPEC §1.6) is never recorded: the recording would hold every chunk's
+    workspace at once, and a replay would allocate them all in one block."""
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    args, kwargs = make_indexer_inputs(q_lens=[1] * 6, k_lens=[3000] * 6, sparse_count=256,
+                                       return_value=True, device="cuda", seed=2)
+    whole = _poisoned_call(args, kwargs)
+    cap = kwargs["block_table"].shape[1] * args[1].shape[1]
+    monkeypatch.setattr(cuda_indexer, "WORKSPACE_BYTES", configs.scratch_bytes(2, cap, 256))
+    plans.clear()
+    for _ in range(4):
+        out = _poisoned_call(args, kwargs)
+        assert torch.equal(out[0], whole[0]) and torch.equal(out[1], whole[1])
+    assert not plans._plans and not plans._failed

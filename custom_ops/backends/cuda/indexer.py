@@ -499,9 +499,14 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     def solve():
         _solve(*tensors, p=p, rows=rows, leading_zero=leading_zero, workers=workers,
                width=width, key_windows=graph and width < cap)
-    if graph or query.device.type != "cuda" or _interpreted() or not plans.usable():
+    # an eager call in one launch of both phases (a chunked one would hold every chunk's
+    # workspace while recorded, and its replay them all in one block: SPEC §1.6)
+    planned = (not graph and query.device.type == "cuda" and not _interpreted()
+               and plans.usable()
+               and rows <= configs.rows_per_chunk(width, p.sparse_count, WORKSPACE_BYTES))
+    if not planned:
         solve()
-    else:  # an eager call: replayed from the plan of its signature (plans.py)
+    else:  # replayed from the plan of its signature (plans.py)
         plans.call((p, rows, leading_zero, workers, width, query.device, lc, topk_config(),
                     WORKSPACE_BYTES, *map(plans.signature, tensors)), tensors, query.device,
                    solve)
