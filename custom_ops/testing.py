@@ -204,3 +204,20 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
         _fail("padding rows", f"row {r} belongs to no batch but is not all -1")
     if val_all is not None and (val_all[~covered] != float("-inf")).any():
         _fail("padding rows", "values of rows that belong to no batch must be -inf")
+
+
+def tie_keys(args, distinct: int, seed: int = 1, zero_share: float = 0.97) -> None:
+    """Rewrite the key cache of indexer arguments `args` in place (through its strided view) so
+    that scores tie: every slot one of `distinct` key vectors drawn from it (with its scale),
+    or for distinct 0, a `zero_share` of the keys zero (their scores exactly 0)."""
+    cache, kscale = args[1], args[4]
+    n = cache.shape[0] * cache.shape[1]
+    g = torch.Generator(device=cache.device).manual_seed(seed)
+    flat = cache.reshape(n, -1).clone()
+    if distinct == 0:
+        flat[torch.rand(n, generator=g, device=cache.device) < zero_share] = 0
+    else:
+        pick = torch.randint(0, distinct, (n,), generator=g, device=cache.device)
+        flat = flat[pick]
+        kscale.copy_(kscale.reshape(n)[pick].reshape(kscale.shape))
+    cache.copy_(flat.reshape(cache.shape))

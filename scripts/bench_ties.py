@@ -15,28 +15,12 @@ import argparse
 import torch
 
 import bench_indexer as bench
+from custom_ops.testing import tie_keys
 
-CASES = [(64, "all"), (64, 64), (64, 4), (64, 1), (64, "zeros"),
-         (1, "all"), (1, 64), (1, 4), (1, 1), (1, "zeros")]
+# (batch, distinct key vectors: None the untouched cache, 0 97 % zero keys)
+CASES = [(64, None), (64, 64), (64, 4), (64, 1), (64, 0),
+         (1, None), (1, 64), (1, 4), (1, 1), (1, 0)]
 CTX = 65536
-
-
-def tie_keys(args, distinct, seed=1):
-    """The cache (a strided view) rewritten in place: `distinct` key vectors drawn at random for
-    every slot (with their scales), or 97 % of the keys zero ("zeros"), or untouched ("all")."""
-    if distinct == "all":
-        return
-    cache, kscale = args[1], args[4]
-    n = cache.shape[0] * cache.shape[1]
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    flat = cache.reshape(n, -1).clone()
-    if distinct == "zeros":
-        flat[torch.rand(n, generator=g, device="cuda") < 0.97] = 0
-    else:
-        pick = torch.randint(0, distinct, (n,), generator=g, device="cuda")
-        flat = flat[pick]
-        kscale.copy_(kscale.reshape(n)[pick].reshape(kscale.shape))
-    cache.copy_(flat.reshape(cache.shape))
 
 
 def main() -> None:
@@ -45,15 +29,17 @@ def main() -> None:
     opts = ap.parse_args()
     untied = {}
     for batch, distinct in CASES:
-        tag = f"ties-B{batch}-ctx{CTX // 1024}K-n1-int8-{distinct}"
+        kind = {None: "untied", 0: "zeros"}.get(distinct, f"distinct{distinct}")
+        tag = f"ties-B{batch}-ctx{CTX // 1024}K-n1-int8-{kind}"
         if opts.only not in tag:
             continue
         args, kwargs = bench.make_case(batch, CTX, 1, "int8")
-        tie_keys(args, distinct)
+        if distinct is not None:
+            tie_keys(args, distinct)
         sets = [(args, bench.with_metadata(args, kwargs, 1))]
         ours = bench.time_graph(lambda a, k: bench.OP(*a, **k), sets, 20)
         native = bench.time_graph(lambda a, k: bench.native_indexer(*a, **k), [(args, kwargs)], 5)
-        if distinct == "all":
+        if distinct is None:
             untied[batch] = ours
         base = untied.get(batch, float("nan"))
         print(f"{tag:<34} {ours:9.1f} us  x{ours / base:6.2f} the untied call  "

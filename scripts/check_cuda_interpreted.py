@@ -14,7 +14,9 @@ logits rows by the lengths (configs.SIZE_BY_LENGTHS_BYTES), as a large eager cal
 `--samples 512` makes the longer rows' thresholds read phase 1's copy of every 8th score (at
 4096 samples only rows beyond 28K keys do, and no case here is that long); `--key-window 512`
 runs every call as a CUDA-graph capture over a wide table would (configs.GRAPH_LOGITS_BYTES):
-keys scored in windows of 512 and each window's top-k merged into the previous ones'.
+keys scored in windows of 512 and each window's top-k merged into the previous ones';
+`--tied-keys N` replaces the cache's key vectors by N distinct ones (scores of N values: tie
+groups of thousands), `--tied-keys 0` zeroes 97 % of them (scores of exactly 0).
 Slow (about 45 s for all); the interpreter accepts a few things the compiler rejects, so a GPU
 run stays the proof.
 """
@@ -27,7 +29,7 @@ os.environ["TRITON_INTERPRET"] = "1"
 import torch  # noqa: E402
 
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer  # noqa: E402
-from custom_ops.testing import assert_indexer_close, make_indexer_inputs  # noqa: E402
+from custom_ops.testing import assert_indexer_close, make_indexer_inputs, tie_keys  # noqa: E402
 from cuda_indexer_call import add_topk_options, call, with_topk_options  # noqa: E402
 
 FP8 = torch.float8_e4m3fn
@@ -62,6 +64,8 @@ def main():
                     help="block tables 50 columns wider than the lengths need; rows sized by length")
     ap.add_argument("--key-window", type=int,
                     help="keys per window, every call treated as captured in a CUDA graph")
+    ap.add_argument("--tied-keys", type=int,
+                    help="the cache's keys as N distinct vectors (0: 97 %% of them zero)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -85,6 +89,8 @@ def main():
         if opts.cases and i not in opts.cases:
             continue
         args, kwargs = make_indexer_inputs(**case, return_value=True, seed=i)
+        if opts.tied_keys is not None:
+            tie_keys(args, opts.tied_keys, seed=i)
         if opts.wide_table:  # block ids past the cache: never read
             bt = kwargs["block_table"]
             kwargs["block_table"] = torch.cat([bt, bt.new_full((bt.shape[0], 50), 1 << 30)], 1)

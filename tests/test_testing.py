@@ -123,3 +123,25 @@ def test_values_allow_float32_rounding_of_cancelling_heads():
     assert_indexer_close(idx, near, args, kwargs)
     with pytest.raises(IndexerMismatch):
         assert_indexer_close(idx, far, args, kwargs)
+
+
+def test_tie_keys_rewrites_the_cache_through_its_view():
+    """The tied-scores helper of the benchmarks and offline checks: few distinct key vectors
+    (each with its own scale) or mostly zero keys, written through the cache's strided view
+    only; the CPU backend still gives the golden's result on it."""
+    from custom_ops.testing import tie_keys
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1], k_lens=[3000, 700], sparse_count=256,
+                                       return_value=True, seed=4)
+    cache, kscale = args[1], args[4]
+    base = cache._base
+    assert base is not None and cache.stride(0) == 2 * base.stride(0)  # every other block
+    hidden = base[1::2].clone()  # the blocks the view skips
+    tie_keys(args, 3)
+    rows = cache.reshape(-1, cache.shape[-1])
+    assert torch.unique(rows, dim=0).shape[0] <= 3
+    assert len({(tuple(r.tolist()), float(s)) for r, s in zip(rows, kscale.reshape(-1))}) <= 3
+    assert torch.equal(base[1::2], hidden)
+    tie_keys(args, 0, seed=5)
+    assert 0.95 < float((cache.reshape(-1, cache.shape[-1]) == 0).all(1).float().mean())
+    idx, val = torch.ops.custom.npu_vllm_quant_lightning_indexer(*args, **kwargs)
+    assert_indexer_close(idx, val, args, kwargs)
