@@ -215,7 +215,8 @@ def tie_keys(args, distinct: int, seed: int = 1, zero_share: float = 0.97) -> No
     g = torch.Generator(device=cache.device).manual_seed(seed)
     flat = cache.reshape(n, -1).clone()
     if distinct == 0:
-        flat[torch.rand(n, generator=g, device=cache.device) < zero_share] = 0
+        # as bytes: zero is all-zero bits in int8 and fp8 alike (fp8 has no masked fill)
+        flat.view(torch.uint8)[torch.rand(n, generator=g, device=cache.device) < zero_share] = 0
     else:
         pick = torch.randint(0, distinct, (n,), generator=g, device=cache.device)
         flat = flat[pick]
