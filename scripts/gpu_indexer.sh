@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call: CUDA correctness (first), memcheck on a subset, random calls against the golden
 # (scripts/fuzz_indexer.py), the long-context and fallback-rows checks, then the benchmark.
-#   [TESTS=0] [MEMCHECK=0] [FUZZ=0] [LONG=0] [FALLBACK=0] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
+#   [TESTS=0] [MEMCHECK=0] [FUZZ=0] [LONG=0] [FALLBACK=0] [TIES=1] bash scripts/gpu_indexer.sh [quick|full|profile|sweep|none]
+# (TIES=1 adds scripts/bench_ties.py: rows of tied scores, ~1 min)
 # Logs, CSV and PNG go to $OUT.
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_indexer}
@@ -48,6 +49,11 @@ if [ "${FALLBACK:-1}" = 1 ]; then
   timeout "${FALLBACK_TIMEOUT:-150}" python3 scripts/check_cuda_fallback_rows.py 2>&1 \
       | tee "$OUT/fallback_rows.log" | grep -E "MISSED" | head -5
   echo "fallback-rows check exit ${PIPESTATUS[0]}"
+fi
+if [ "${TIES:-0}" = 1 ]; then
+  # rows of tied scores (few distinct key vectors, or mostly zero keys) beside the untied call
+  timeout "${TIES_TIMEOUT:-150}" python3 scripts/bench_ties.py 2>&1 | tee "$OUT/bench_ties.log"
+  echo "bench_ties exit ${PIPESTATUS[0]}"
 fi
 case "$MODE" in
   profile) python3 scripts/bench_indexer.py --out "$OUT" --quick --profile --sweep 2>&1 | tee "$OUT/bench.log" ;;
