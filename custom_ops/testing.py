@@ -208,7 +208,8 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
 
 def tie_keys(args, distinct: int, seed: int = 1, zero_share: float = 0.97) -> None:
     """Rewrite the key cache of indexer arguments `args` in place (through its strided view) so
-    that scores tie: every slot one of `distinct` key vectors drawn from it (with its scale),
+    that scores tie: every slot one of `distinct` key vectors drawn from it (with its scale;
+    at most as many as it has slots),
     or for distinct 0, a `zero_share` of the keys zero (their scores exactly 0)."""
     cache, kscale = args[1], args[4]
     n = cache.shape[0] * cache.shape[1]
@@ -218,7 +219,7 @@ def tie_keys(args, distinct: int, seed: int = 1, zero_share: float = 0.97) -> No
         # as bytes: zero is all-zero bits in int8 and fp8 alike (fp8 has no masked fill)
         flat.view(torch.uint8)[torch.rand(n, generator=g, device=cache.device) < zero_share] = 0
     else:
-        pick = torch.randint(0, distinct, (n,), generator=g, device=cache.device)
+        pick = torch.randint(0, min(distinct, n), (n,), generator=g, device=cache.device)
         flat = flat[pick]
         kscale.copy_(kscale.reshape(n)[pick].reshape(kscale.shape))
     cache.copy_(flat.reshape(cache.shape))
