@@ -208,9 +208,9 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
 
 def tie_keys(args, distinct: int, seed: int = 1, zero_share: float = 0.97) -> None:
     """Rewrite the key cache of indexer arguments `args` in place (through its strided view) so
-    that scores tie: every slot one of `distinct` key vectors drawn from it (with its scale;
-    at most as many as it has slots),
-    or for distinct 0, a `zero_share` of the keys zero (their scores exactly 0)."""
+    that scores tie: every slot one of `distinct` key vectors drawn from it (with its scale; at
+    most as many as it has slots), or for distinct 0, a `zero_share` of the keys zero (their
+    scores exactly 0)."""
     cache, kscale = args[1], args[4]
     n = cache.shape[0] * cache.shape[1]
     g = torch.Generator(device=cache.device).manual_seed(seed)

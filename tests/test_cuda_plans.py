@@ -183,7 +183,6 @@ def test_replayed_calls_equal_the_full_path_on_their_own_inputs(case, with_metad
     real = cuda_indexer.launch
     monkeypatch.setattr(cuda_indexer, "launch", lambda *a, **k: (launched.append(a[0]),
                                                                  real(*a, **k)))
-    outs = []
     for seed in range(4):  # new inputs each time (same signature): compile, record, replay x2
         args, kwargs = make_indexer_inputs(**CASES[case], sparse_count=512, return_value=True,
                                            device="cuda", seed=seed)
@@ -201,7 +200,6 @@ def test_replayed_calls_equal_the_full_path_on_their_own_inputs(case, with_metad
         finally:
             plans.enabled = True
         assert torch.equal(out[0], full[0]) and torch.equal(out[1], full[1])
-        outs.append(out)
     assert sum(isinstance(v, plans.Plan) for v in plans._plans.values()) == 1
 
 
