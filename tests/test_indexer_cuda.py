@@ -643,3 +643,39 @@ def test_threshold_near_zero_scores(warps, shift):
     scores = torch.randn((rows, n), generator=g, device="cuda") - shift
     c = _threshold_counts(_rows_with_sample(scores), n, k, warps)
     assert ((c >= k) & (c <= cap)).all(), c.tolist()
+
+@pytest.mark.parametrize("distinct", [64, 1])
+def test_rows_of_few_distinct_keys(monkeypatch, distinct):
+    """64K keys made of `distinct` different vectors (scores of few values, ties in the
+    thousands): the golden's result, ties to the smaller index. With 64 values the sampled
+    threshold must keep at least k candidates in every row (a mean of per-warp estimates fell
+    between two values above the k-th: those rows took the exact fallback); with one, every row
+    takes the fallback (a tie group larger than the candidate slots) and its exact select."""
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    from custom_ops.backends.cuda.indexer_topk import _indexer_segments_kernel
+    segments = []
+    real = cuda_indexer.launch
+
+    def spy(kernel, grid, *a, **kw):
+        if kernel is _indexer_segments_kernel:
+            segments.append(a[4])  # candidate counts [rows, G]
+        return real(kernel, grid, *a, **kw)
+    monkeypatch.setattr(cuda_indexer, "launch", spy)
+    args, kwargs = make_indexer_inputs(q_lens=[1] * 4, k_lens=[65536] * 4, sparse_count=2048,
+                                       return_value=True, device="cuda", seed=distinct)
+    cache, ks = args[1], args[4]
+    n = cache.shape[0] * cache.shape[1]
+    pick = torch.randint(0, distinct, (n,), generator=torch.Generator(device="cuda")
+                         .manual_seed(1), device="cuda")
+    cache.copy_(cache.reshape(n, -1)[pick].reshape(cache.shape))  # through the strided views
+    ks.copy_(ks.reshape(n)[pick].reshape(ks.shape))
+    poison()
+    idx, val = op(*args, **kwargs)
+    assert_indexer_close(idx, val, args, kwargs)
+    total = segments[-1].sum(1)
+    if distinct == 64:
+        cap = configs.candidate_slots(2048)
+        assert ((total >= 2048) & (total <= cap)).all(), total.tolist()
+    else:
+        assert (total == 65536).all(), total.tolist()

@@ -174,10 +174,14 @@ def _radix_pass(row_ptr, n, prefix, k_rem, SHIFT: tl.constexpr, FIRST: tl.conste
     """Digit (8 bits at SHIFT) of the k_rem-th largest key among keys whose higher bits equal
     prefix. Returns (new prefix, new k_rem, whether the boundary digit's keys are all taken)."""
     hist = tl.zeros([256], dtype=tl.int32)
+    # the next chunk is loaded before this one is counted (as in _compact_exact): one program
+    # per row runs this, so nothing else hides a load's latency
+    nxt = tl.load(row_ptr + tl.arange(0, BLOCK_N), mask=tl.arange(0, BLOCK_N) < n, other=0.0)
     for i0 in range(0, n, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
         valid = i < n
-        u = _unsigned(_mono(tl.load(row_ptr + i, mask=valid, other=0.0)))
+        u = _unsigned(_mono(nxt))
+        nxt = tl.load(row_ptr + i + BLOCK_N, mask=i + BLOCK_N < n, other=0.0)
         if FIRST:
             match = valid
         else:
@@ -295,10 +299,20 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
         sampled = tl.cdiv(n, stride)  # the samples si·stride < n (at most NS)
         need = tl.minimum(tl.cdiv(TARGET, stride), sampled)
+        use_warps = False
         if WARPS > 0:
-            if (2 * need <= sampled) & (2 * sampled >= NS):
-                best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
-            else:
+            use_warps = (2 * need <= sampled) & (2 * sampled >= NS)
+        if use_warps:
+            best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
+            # a mean of the warps' estimates can fall between two of a few distinct scores
+            # (rows of repeated keys), far from `need`: the whole sample's count at it must lie
+            # between need and the counts that stand for K and CAP keys (halfway to each), else
+            # the whole sample is bisected (B=64, 64K keys of 64 distinct values: rows with
+            # fewer than K candidates took the exact fallback, 663 µs a call against 188)
+            c = tl.sum(((u >= best) & sm).to(tl.int32), 0)
+            low = (need + tl.cdiv(K, stride)) // 2
+            high = (need + tl.cdiv(TARGET * TARGET // K, stride)) // 2  # TARGET² / K: CAP
+            if (c < low) | (c > high):
                 best = _bisection(u, need, BITS, STEP)
         else:
             best = _bisection(u, need, BITS, STEP)
@@ -418,11 +432,20 @@ def _indexer_segments_kernel(
         row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
         stored = tl.minimum(cnt, 2 * K_PAD)
         tl.debug_barrier()  # the slot was written by this program's other threads: make it visible
+        lane = tl.arange(0, BLOCK_C)
         for i0 in range(0, stored, BLOCK_C):
-            i = i0 + tl.arange(0, BLOCK_C)
+            i = i0 + lane
             m = i < stored
             b = _bucket(_mono_of(tl.load(dst + i, mask=m, other=0)), base, shift, NB)
-            tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
+            b_lo = tl.min(tl.where(m, b, NB), 0)
+            if b_lo == tl.max(tl.where(m, b, -1), 0):
+                # one bucket (ties, or a narrow range): one add of the chunk's count, not one
+                # atomic per candidate on the same word (B=64, 64K identical keys: the
+                # serialised atomics made this kernel 265 µs)
+                tl.atomic_add(row_cnt + b_lo + lane * 0, tl.sum(m.to(tl.int32), 0) + lane * 0,
+                              mask=lane == 0, sem="relaxed")
+            else:
+                tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
 
 @triton.jit
@@ -528,14 +551,25 @@ def _indexer_place_kernel(
     if ok:
         c = _segment_count(counts, g, G_PAD)
         group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
+        lane = tl.arange(0, BLOCK_C)
+        cursors = bcnt_ptr + r64 * (2 * NB) + NB
         for i0 in range(0, c, BLOCK_C):
-            i = i0 + tl.arange(0, BLOCK_C)
+            i = i0 + lane
             if i0 > 0:
                 packed = tl.load(src + i, mask=i < c, other=0)
             b = _bucket(_mono_of(packed), base, shift, NB)
             first = tl.gather(start, b, 0)
             m = (i < c) & (first < K)
-            at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
+            b_lo = tl.min(tl.where(m, b, NB), 0)
+            if b_lo == tl.max(tl.where(m, b, -1), 0):
+                # one bucket: one cursor add for the chunk, its candidates in lane order (as
+                # in the segments kernel: same-word atomics serialise)
+                m_i = m.to(tl.int32)
+                at0 = tl.atomic_add(cursors + b_lo + lane * 0, tl.sum(m_i, 0) + lane * 0,
+                                    mask=lane == 0, sem="relaxed")
+                at = tl.sum(tl.where(lane == 0, at0, 0), 0) + tl.cumsum(m_i, 0) - m_i
+            else:
+                at = tl.atomic_add(cursors + b, 1, mask=m, sem="relaxed")
             slot = first + at
             tl.store(dst + slot, packed, mask=m)
             tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
