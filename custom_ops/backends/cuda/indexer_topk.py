@@ -299,20 +299,21 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
         sampled = tl.cdiv(n, stride)  # the samples si·stride < n (at most NS)
         need = tl.minimum(tl.cdiv(TARGET, stride), sampled)
-        use_warps = False
         if WARPS > 0:
-            use_warps = (2 * need <= sampled) & (2 * sampled >= NS)
-        if use_warps:
-            best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
-            # a mean of the warps' estimates can fall between two of a few distinct scores
-            # (rows of repeated keys), far from `need`: the whole sample's count at it must lie
-            # between need and the counts that stand for K and CAP keys (halfway to each), else
-            # the whole sample is bisected (B=64, 64K keys of 64 distinct values: rows with
-            # fewer than K candidates took the exact fallback, 663 µs a call against 188)
-            c = tl.sum(((u >= best) & sm).to(tl.int32), 0)
-            low = (need + tl.cdiv(K, stride)) // 2
-            high = (need + tl.cdiv(TARGET * TARGET // K, stride)) // 2  # TARGET² / K: CAP
-            if (c < low) | (c > high):
+            if (2 * need <= sampled) & (2 * sampled >= NS):
+                best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
+                # a mean of the warps' estimates can fall between two of a few distinct scores
+                # (rows of repeated keys), far from `need`: the whole sample's count at it must
+                # lie between need and the counts that stand for K and CAP keys (halfway to
+                # each), else the whole sample is bisected (B=64, 64K keys of 64 distinct
+                # values: rows with fewer than K candidates took the exact fallback, 663 µs a
+                # call against 188)
+                c = tl.sum(((u >= best) & sm).to(tl.int32), 0)
+                low = (need + tl.cdiv(K, stride)) // 2
+                high = (need + tl.cdiv(TARGET * TARGET // K, stride)) // 2  # TARGET² / K: CAP
+                if (c < low) | (c > high):
+                    best = _bisection(u, need, BITS, STEP)
+            else:
                 best = _bisection(u, need, BITS, STEP)
         else:
             best = _bisection(u, need, BITS, STEP)
