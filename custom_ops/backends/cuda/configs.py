@@ -256,9 +256,9 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     tc = tc or TOPK
     slots = candidate_slots(k, tc)
     order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
-    # threshold record (4 int32), total, and each row's share of the segment counts (rows·G <=
-    # programs + rows: the programs' share is in the fixed term below)
-    counters = 16 + 4 + 4
+    # threshold record (4 int32), total, ties filled, and each row's share of the segment
+    # counts (rows·G <= programs + rows: the programs' share is in the fixed term below)
+    counters = 16 + 4 + 4 + 4
     per_row = (cap + sample_columns(cap)) * 4 + 64 * 128 * 2 + slots * 8 + order + counters
     return rows * per_row + tc.programs * (slots * 8 + 4)
 

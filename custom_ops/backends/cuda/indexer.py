@@ -260,12 +260,15 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
         group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = empty(rows, dtype=torch.int32, device=dev)
+        filled = empty(rows, dtype=torch.int32, device=dev)
         launch(_indexer_place_kernel, (rows, g),
-            logits, stride, thr, seg, counts, bcnt, dense, group, total, k, K_PAD=k_pad, NB=nb,
-            BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
+            logits, stride, thr, seg, counts, bcnt, dense, group, total, filled, idx_out,
+            values, k, RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
+            BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
             num_warps=tc.place_warps, **dep)
         launch(_indexer_rank_kernel, (rows, configs.rank_programs(k, cand_cap, tc)),
-            dense, group, total, idx_out, values, k, RETURN_VALUE=p.return_value, CAP=cand_cap,
+            dense, group, total, filled, idx_out, values, k, RETURN_VALUE=p.return_value,
+            CAP=cand_cap,
             BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
         return
     mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)

@@ -40,6 +40,7 @@ THR_T0 = tl.constexpr(1)
 THR_BASE = tl.constexpr(2)
 THR_SHIFT = tl.constexpr(3)
 INT32_MIN = tl.constexpr(-2147483648)
+INT32_MAX = tl.constexpr(2147483647)
 
 
 @triton.jit
@@ -317,6 +318,10 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
                 best = _bisection(u, need, BITS, STEP)
         else:
             best = _bisection(u, need, BITS, STEP)
+        # t0 a score that a key has (the smallest sampled one at or above the bisected bits),
+        # so that the keys tied at the threshold are exactly those at t0 (segments counts them)
+        # (an unsampled slot is 0: below `best`, or `best` itself when that is 0)
+        best = tl.min(tl.where(u >= best, u, tl.full([NS], 4294967295, tl.uint32)), 0)
     t0 = tl.where(n > K, _signed(best), INT32_MIN)
     base = t0
     if n <= K:  # the smallest score is the base (one block reduction only for such rows)
@@ -406,25 +411,21 @@ def _indexer_segments_kernel(
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (NB > 0)
         K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
         PDL: tl.constexpr):
-    """Segment g of row r: its keys with mono >= t0, in index order (at most CAP), and their
-    count; with buckets, each candidate also adds one to its bucket's count (an integer sum:
-    the order of the atomic adds changes nothing)."""
+    """Segment g of row r: its keys with mono > t0 (every key where t0 is INT32_MIN: rows
+    of at most K keys), in index order (at most CAP), and their count (the keys at t0 are
+    ties at the threshold: where fewer than K lie above it, place and merge take the first
+    keys at t0 by index); with buckets, each candidate also adds one to its bucket's count
+    (an integer sum: the order of the atomic adds changes nothing)."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
-    G = tl.num_programs(1)
     n = tl.load(thr_ptr + 4 * r + THR_N)
     t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-    seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
-    # lo is a multiple of BLOCK_N (not clamped at n: past the row the loop is empty), so the
-    # compiler sees aligned contiguous chunks: 16-byte loads, several consecutive scores per
-    # thread, and a scan that is mostly per-thread adds (unaligned, every score was its own
-    # 4-byte load and the scan ran once per 128 of them)
-    lo = tl.multiple_of(g * seg, BLOCK_N)
-    hi = tl.minimum(lo + seg, n)
-    slot = (r * G + g).to(tl.int64)
+    lo, hi = _segment_bounds(n, g, BLOCK_N)
+    slot = (r * tl.num_programs(1) + g).to(tl.int64)
     dst = seg_ptr + slot * (2 * K_PAD)
-    cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, t0,
+    above = tl.where((t0 == INT32_MIN) | (t0 == INT32_MAX), t0, t0 + 1)
+    cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, above,
                          BLOCK_N, 4)
     tl.store(cnt_ptr + slot, cnt)
     if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot)
@@ -447,6 +448,58 @@ def _indexer_segments_kernel(
                               mask=lane == 0, sem="relaxed")
             else:
                 tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
+
+
+@triton.jit
+def _segment_bounds(n, g, BLOCK_N: tl.constexpr):
+    """Keys [lo, hi) of a row's segment g of G = the grid's second axis (segments kernel)."""
+    seg = tl.cdiv(tl.cdiv(n, tl.num_programs(1)), BLOCK_N) * BLOCK_N
+    # lo is a multiple of BLOCK_N (not clamped at n: past the row the loop is empty), so the
+    # compiler sees aligned contiguous chunks: 16-byte loads, several consecutive scores per
+    # thread, and a scan that is mostly per-thread adds (unaligned, every score was its own
+    # 4-byte load and the scan ran once per 128 of them)
+    lo = tl.multiple_of(g * seg, BLOCK_N)
+    return lo, tl.minimum(lo + seg, n)
+
+
+@triton.jit
+def _fill_ties(row_ptr, n, g, t0, room, at, idx_dst, val_dst, VALUES: tl.constexpr,
+               AS_MONO: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The keys of segment g whose mono equals t0, in index order: the first `room` of them to
+    positions at, at + 1, ... of idx_dst (their indices) and, with VALUES, of val_dst (t0
+    itself with AS_MONO, else the score). Runs only in rows with fewer than K keys above t0."""
+    lo, hi = _segment_bounds(n, g, BLOCK_N)
+    seen = 0
+    for i0 in range(lo, hi, BLOCK_N):
+        if seen < room:
+            i = i0 + tl.arange(0, BLOCK_N)
+            x = tl.load(row_ptr + i, mask=i < hi, other=0.0)
+            tie = (i < hi) & (_mono(x) == t0)
+            t = tie.to(tl.int32)
+            rank = seen + tl.cumsum(t, 0) - t
+            put = tie & (rank < room)
+            tl.store(idx_dst + at + rank, i, mask=put)
+            if VALUES:
+                if AS_MONO:
+                    tl.store(val_dst + at + rank, tl.zeros_like(rank) + t0, mask=put)
+                else:
+                    tl.store(val_dst + at + rank, x, mask=put)
+            seen += tl.sum(t, 0)
+
+
+@triton.jit
+def _row_ties(row_ptr, n, g, t0, BLOCK_N: tl.constexpr):
+    """A row's keys at t0: in all, and in the segments before g (a scan of the whole row, run
+    only in rows with fewer than K keys above t0, so the segment scan counts nothing)."""
+    lo, _ = _segment_bounds(n, g, BLOCK_N)
+    ties = 0
+    before = 0
+    for i0 in range(0, n, BLOCK_N):
+        i = i0 + tl.arange(0, BLOCK_N)
+        tie = ((i < n) & (_mono(tl.load(row_ptr + i, mask=i < n, other=0.0)) == t0))
+        ties += tl.sum(tie.to(tl.int32), 0)
+        before += tl.sum((tie & (i < lo)).to(tl.int32), 0)
+    return ties, before
 
 
 @triton.jit
@@ -482,7 +535,10 @@ def _indexer_merge_kernel(
         K, K_PAD: tl.constexpr, BLOCK_N: tl.constexpr, G_PAD: tl.constexpr, PDL: tl.constexpr):
     """Program (r, g) copies segment g to its offset (the counts before it); program (r, 0) pads
     the tail and writes the count, or, when the sampled threshold missed [K, CAP], runs the
-    exact select over the whole row instead (the others then copy nothing)."""
+    exact select over the whole row instead (the others then copy nothing). Where fewer than K
+    keys lie above t0 but enough lie at it, the first keys at t0 by index follow the
+    candidates (the stable sort keeps them after every higher score, in index order), each
+    program appending its segment's share."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
@@ -491,7 +547,15 @@ def _indexer_merge_kernel(
     n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     dst_m = mono_ptr + r64 * CAP
     dst_i = idx_ptr + r64 * CAP
-    if ok:
+    fill = False
+    if (n > K) & (total < K) & (tl.max(counts, 0) <= CAP):  # enough keys at t0?
+        t0 = tl.load(thr_ptr + 4 * r + THR_T0)
+        ties, ties_before = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        fill = total + ties >= K
+        if fill:
+            _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - total - ties_before,
+                       total + ties_before, dst_i, dst_m, True, True, BLOCK_N)
+    if ok | fill:
         src = _segment_slot(seg_ptr, r64, g, CAP)
         c = _segment_count(counts, g, G_PAD)
         offset = tl.sum(tl.where(tl.arange(0, G_PAD) < g, counts, 0), 0)
@@ -503,6 +567,8 @@ def _indexer_merge_kernel(
             tl.store(dst_i + offset + i, _index_of(packed), mask=m)
     elif g == 0:
         total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst_m, dst_i, CAP, BLOCK_N)
+    if fill:
+        total = K
     if g == 0:
         offs = tl.arange(0, CAP)
         pad = offs >= total
@@ -518,14 +584,19 @@ def _indexer_place_kernel(
         dense_ptr,  # int64 [R, 2 * K_PAD]: out: the candidates, grouped by bucket, top first
         grp_ptr,  # int32 [R, 2 * K_PAD]: out: each slot's group, first slot | size << 16
         tot_ptr,  # int32 [R]: out: candidates placed (those of groups that start before K)
-        K, K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
-        G_PAD: tl.constexpr, PDL: tl.constexpr):
+        fill_ptr,  # int32 [R]: out: output positions after them that hold ties at t0
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]: the ties at t0 written here
+        K, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr, NB: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, G_PAD: tl.constexpr, PDL: tl.constexpr):
     """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
     group starts after every candidate of a higher bucket, and an atomic cursor gives each
     candidate a slot inside its group (the slot inside a group decides nothing: the rank kernel
-    orders a group by comparing keys). If fewer than K candidates reached t0, or the groups
-    up to position K hold more than CAP (a group of ties, a threshold far too low), program
-    (r, 0) runs the exact select instead and its K keys form a single group."""
+    orders a group by comparing keys). Where fewer than K keys lie above t0 but enough lie at
+    it (ties at the threshold), the candidates are placed and the output positions after them
+    are filled with the first keys at t0 by index, each program writing its segment's share.
+    If fewer than K keys reached t0, or the groups up to position K hold more than CAP (a
+    threshold far too low), program (r, 0) runs the exact select instead and its K keys form a
+    single group."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
@@ -547,9 +618,20 @@ def _indexer_place_kernel(
     # boundary: an empty bucket's is the next lower group's). So more than CAP candidates are
     # fine as long as the placed ones fit (and no segment overflowed its slot): a threshold
     # a little low costs nothing here, where the sort order needs the exact fallback
+    above = total
     total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
-    ok = (n <= K) | ((total >= K) & (total <= CAP) & (tl.max(counts, 0) <= CAP))
-    if ok:
+    fits = tl.max(counts, 0) <= CAP
+    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    fill = False
+    if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
+        t0 = tl.load(thr_ptr + 4 * r + THR_T0)
+        ties, ties_before = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        fill = above + ties >= K
+        if fill:
+            _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - above - ties_before,
+                       above + ties_before, out_idx_ptr + r64 * K, out_val_ptr + r64 * K,
+                       RETURN_VALUE, False, BLOCK_N)
+    if ok | fill:
         c = _segment_count(counts, g, G_PAD)
         group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
         lane = tl.arange(0, BLOCK_C)
@@ -582,14 +664,16 @@ def _indexer_place_kernel(
                      mask=i < total)
     if g == 0:
         tl.store(tot_ptr + r, total)
+        tl.store(fill_ptr + r, tl.where(fill, K - total, 0))
 
 
 @triton.jit
-def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, K,
+def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
                 RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
                 BLOCK_J: tl.constexpr):
     """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
-    to its position, and positions from min(total, K) on padded."""
+    to its position, and positions from min(total + filled, K) on padded (`filled`: the ties
+    at t0 that place wrote after the candidates)."""
     i = i0 + tl.arange(0, BLOCK_I)
     mine = i < total
     first = grp_i & 65535
@@ -607,7 +691,7 @@ def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, K,
         tl.store(out_idx + pos, _index_of(key_i), mask=put)
         if RETURN_VALUE:
             tl.store(out_val + pos, _score_of(_mono_of(key_i)), mask=put)
-    pad = (i >= total) & (i < K)
+    pad = (i >= total + filled) & (i < K)
     tl.store(out_idx + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
     if RETURN_VALUE:
         tl.store(out_val + i, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
@@ -617,6 +701,7 @@ def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, K,
 def _indexer_rank_kernel(
         dense_ptr, grp_ptr, tot_ptr,  # int64 / int32 [R, CAP], int32 [R]: place's grouped
         # candidates, their group words, and how many
+        fill_ptr,  # int32 [R]: ties at t0 place wrote after them
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
         BLOCK_J: tl.constexpr, PDL: tl.constexpr):
@@ -631,6 +716,7 @@ def _indexer_rank_kernel(
     r64 = tl.program_id(0).to(tl.int64)
     blk = tl.program_id(1)
     total = tl.load(tot_ptr + r64)
+    filled = tl.load(fill_ptr + r64)
     row = dense_ptr + r64 * CAP
     grp_row = grp_ptr + r64 * CAP
     out_idx = out_idx_ptr + r64 * K
@@ -639,12 +725,12 @@ def _indexer_rank_kernel(
     # CAP slots); slots past it are never used
     i = blk * BLOCK_I + tl.arange(0, BLOCK_I)
     _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
-                blk * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
+                blk * BLOCK_I, total, filled, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
     step = tl.num_programs(1)
     for b in range(blk + step, tl.cdiv(tl.maximum(total, K), BLOCK_I), step):
         i = b * BLOCK_I + tl.arange(0, BLOCK_I)
         _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
-                    b * BLOCK_I, total, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
+                    b * BLOCK_I, total, filled, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
 
 
 @triton.jit
