@@ -319,8 +319,9 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
         else:
             best = _bisection(u, need, BITS, STEP)
         # t0 a score that a key has (the smallest sampled one at or above the bisected bits),
-        # so that the keys tied at the threshold are exactly those at t0 (segments counts them)
-        # (an unsampled slot is 0: below `best`, or `best` itself when that is 0)
+        # so that the keys tied at the threshold are exactly those at t0 (segments keep the
+        # keys above it; place and merge fill with keys at it); an unsampled slot is 0: below
+        # `best`, or `best` itself when that is 0
         best = tl.min(tl.where(u >= best, u, tl.full([NS], 4294967295, tl.uint32)), 0)
     t0 = tl.where(n > K, _signed(best), INT32_MIN)
     base = t0
