@@ -274,6 +274,15 @@ def _per_warp_estimate(u, sm, need, sampled, NS: tl.constexpr, BITS: tl.constexp
 
 
 @triton.jit
+def _snap(u, best):
+    """The smallest sample at or above `best`: t0 a score that a key has, so that the keys tied
+    at the threshold are exactly those at t0 (segments keep the keys above it; place and merge
+    fill with keys at it). An unsampled slot is 0: below `best`, or `best` itself when that is
+    0, so no mask (a mask cost 22 registers and half the programs per SM)."""
+    return tl.min(tl.where(u >= best, u, tl.full(u.shape, 4294967295, tl.uint32)), 0)
+
+
+@triton.jit
 def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
                       STEP: tl.constexpr, WARPS: tl.constexpr):
     """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
@@ -300,6 +309,9 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
         sampled = tl.cdiv(n, stride)  # the samples si·stride < n (at most NS)
         need = tl.minimum(tl.cdiv(TARGET, stride), sampled)
+        # one bisection in the code, whichever way it is reached: each copy of its unrolled
+        # steps is code that every SM fetches cold (B=64, 4K keys: +3 µs a call with three)
+        bisect = True
         if WARPS > 0:
             if (2 * need <= sampled) & (2 * sampled >= NS):
                 best = _per_warp_estimate(u, sm, need, sampled, NS, BITS, WARPS)
@@ -312,17 +324,10 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
                 c = tl.sum(((u >= best) & sm).to(tl.int32), 0)
                 low = (need + tl.cdiv(K, stride)) // 2
                 high = (need + tl.cdiv(TARGET * TARGET // K, stride)) // 2  # TARGET² / K: CAP
-                if (c < low) | (c > high):
-                    best = _bisection(u, need, BITS, STEP)
-            else:
-                best = _bisection(u, need, BITS, STEP)
-        else:
+                bisect = (c < low) | (c > high)
+        if bisect:
             best = _bisection(u, need, BITS, STEP)
-        # t0 a score that a key has (the smallest sampled one at or above the bisected bits),
-        # so that the keys tied at the threshold are exactly those at t0 (segments keep the
-        # keys above it; place and merge fill with keys at it); an unsampled slot is 0: below
-        # `best`, or `best` itself when that is 0
-        best = tl.min(tl.where(u >= best, u, tl.full([NS], 4294967295, tl.uint32)), 0)
+        best = _snap(u, best)
     t0 = tl.where(n > K, _signed(best), INT32_MIN)
     base = t0
     if n <= K:  # the smallest score is the base (one block reduction only for such rows)
@@ -429,26 +434,19 @@ def _indexer_segments_kernel(
     cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, above,
                          BLOCK_N, 4)
     tl.store(cnt_ptr + slot, cnt)
-    if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot)
+    if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot);
+        # same-word adds serialise, but the keys at t0 are not candidates, so a tie group adds
+        # to one word at most ~CAP times a row (when they were, 64K equal keys took 265 µs)
         base = tl.load(thr_ptr + 4 * r + THR_BASE)
         shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
         row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
         stored = tl.minimum(cnt, 2 * K_PAD)
         tl.debug_barrier()  # the slot was written by this program's other threads: make it visible
-        lane = tl.arange(0, BLOCK_C)
         for i0 in range(0, stored, BLOCK_C):
-            i = i0 + lane
+            i = i0 + tl.arange(0, BLOCK_C)
             m = i < stored
             b = _bucket(_mono_of(tl.load(dst + i, mask=m, other=0)), base, shift, NB)
-            b_lo = tl.min(tl.where(m, b, NB), 0)
-            if b_lo == tl.max(tl.where(m, b, -1), 0):
-                # one bucket (ties, or a narrow range): one add of the chunk's count, not one
-                # atomic per candidate on the same word (B=64, 64K identical keys: the
-                # serialised atomics made this kernel 265 µs)
-                tl.atomic_add(row_cnt + b_lo + lane * 0, tl.sum(m.to(tl.int32), 0) + lane * 0,
-                              mask=lane == 0, sem="relaxed")
-            else:
-                tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
+            tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
 
 @triton.jit
@@ -635,25 +633,14 @@ def _indexer_place_kernel(
     if ok | fill:
         c = _segment_count(counts, g, G_PAD)
         group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
-        lane = tl.arange(0, BLOCK_C)
-        cursors = bcnt_ptr + r64 * (2 * NB) + NB
         for i0 in range(0, c, BLOCK_C):
-            i = i0 + lane
+            i = i0 + tl.arange(0, BLOCK_C)
             if i0 > 0:
                 packed = tl.load(src + i, mask=i < c, other=0)
             b = _bucket(_mono_of(packed), base, shift, NB)
             first = tl.gather(start, b, 0)
             m = (i < c) & (first < K)
-            b_lo = tl.min(tl.where(m, b, NB), 0)
-            if b_lo == tl.max(tl.where(m, b, -1), 0):
-                # one bucket: one cursor add for the chunk, its candidates in lane order (as
-                # in the segments kernel: same-word atomics serialise)
-                m_i = m.to(tl.int32)
-                at0 = tl.atomic_add(cursors + b_lo + lane * 0, tl.sum(m_i, 0) + lane * 0,
-                                    mask=lane == 0, sem="relaxed")
-                at = tl.sum(tl.where(lane == 0, at0, 0), 0) + tl.cumsum(m_i, 0) - m_i
-            else:
-                at = tl.atomic_add(cursors + b, 1, mask=m, sem="relaxed")
+            at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
             slot = first + at
             tl.store(dst + slot, packed, mask=m)
             tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
