@@ -488,17 +488,23 @@ def _fill_ties(row_ptr, n, g, t0, room, at, idx_dst, val_dst, VALUES: tl.constex
 
 @triton.jit
 def _row_ties(row_ptr, n, g, t0, BLOCK_N: tl.constexpr):
-    """A row's keys at t0: in all, and in the segments before g (a scan of the whole row, run
-    only in rows with fewer than K keys above t0, so the segment scan counts nothing)."""
+    """A row's keys at t0: in the segments before g, and in g and those after it (a scan of
+    the whole row, run only in rows with fewer than K keys above t0, so the segment scan
+    counts nothing). Every program of such a row runs it, so it is on the row's critical
+    path: two loops, each counting per lane and summing once at its end, not once per chunk."""
     lo, _ = _segment_bounds(n, g, BLOCK_N)
-    ties = 0
-    before = 0
-    for i0 in range(0, n, BLOCK_N):
+    mid = tl.minimum(lo, n)  # lo is a multiple of BLOCK_N, or past the row
+    return _count_at(row_ptr, 0, mid, t0, BLOCK_N), _count_at(row_ptr, mid, n, t0, BLOCK_N)
+
+
+@triton.jit
+def _count_at(row_ptr, lo, hi, t0, BLOCK_N: tl.constexpr):
+    """Keys [lo, hi) of a row whose mono equals t0."""
+    count = tl.zeros([BLOCK_N], tl.int32)
+    for i0 in range(lo, hi, BLOCK_N):
         i = i0 + tl.arange(0, BLOCK_N)
-        tie = ((i < n) & (_mono(tl.load(row_ptr + i, mask=i < n, other=0.0)) == t0))
-        ties += tl.sum(tie.to(tl.int32), 0)
-        before += tl.sum((tie & (i < lo)).to(tl.int32), 0)
-    return ties, before
+        count += ((i < hi) & (_mono(tl.load(row_ptr + i, mask=i < hi, other=0.0)) == t0)).to(tl.int32)
+    return tl.sum(count, 0)
 
 
 @triton.jit
@@ -549,7 +555,8 @@ def _indexer_merge_kernel(
     fill = False
     if (n > K) & (total < K) & (tl.max(counts, 0) <= CAP):  # enough keys at t0?
         t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-        ties, ties_before = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        ties_before, ties_after = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        ties = ties_before + ties_after
         fill = total + ties >= K
         if fill:
             _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - total - ties_before,
@@ -624,7 +631,8 @@ def _indexer_place_kernel(
     fill = False
     if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
         t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-        ties, ties_before = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        ties_before, ties_after = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
+        ties = ties_before + ties_after
         fill = above + ties >= K
         if fill:
             _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - above - ties_before,
