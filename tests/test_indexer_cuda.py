@@ -644,6 +644,7 @@ def test_threshold_near_zero_scores(warps, shift):
     c = _threshold_counts(_rows_with_sample(scores), n, k, warps)
     assert ((c >= k) & (c <= cap)).all(), c.tolist()
 
+
 @pytest.mark.parametrize("distinct", [64, 1, "zeros"])
 def test_rows_of_tied_scores(monkeypatch, distinct):
     """64K keys made of `distinct` different vectors, or with 97 % of them zero (their scores
