@@ -5,7 +5,7 @@ import torch
 
 from custom_ops import metadata as md
 from custom_ops.examples import QLINetwork, network_call, seed_inputs
-from custom_ops.testing import assert_indexer_close, make_indexer_inputs
+from custom_ops.testing import assert_indexer_close, make_indexer_inputs, tie_keys
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
                                 reason="needs an NVIDIA GPU (none on this machine)")
@@ -668,17 +668,7 @@ def test_rows_of_tied_scores(monkeypatch, distinct):
     monkeypatch.setattr(cuda_indexer, "launch", spy)
     args, kwargs = make_indexer_inputs(q_lens=[1] * 4, k_lens=[65536] * 4, sparse_count=2048,
                                        return_value=True, device="cuda", seed=7)
-    cache, ks = args[1], args[4]
-    n = cache.shape[0] * cache.shape[1]
-    g = torch.Generator(device="cuda").manual_seed(1)
-    flat = cache.reshape(n, -1).clone()
-    if distinct == "zeros":
-        flat[torch.rand(n, generator=g, device="cuda") < 0.97] = 0
-    else:
-        pick = torch.randint(0, distinct, (n,), generator=g, device="cuda")
-        flat = flat[pick]
-        ks.copy_(ks.reshape(n)[pick].reshape(ks.shape))  # through the strided view
-    cache.copy_(flat.reshape(cache.shape))
+    tie_keys(args, 0 if distinct == "zeros" else distinct, seed=1)
     poison()
     idx, val = op(*args, **kwargs)
     assert_indexer_close(idx, val, args, kwargs)
