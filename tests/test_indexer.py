@@ -195,6 +195,26 @@ def test_zero_scores_of_both_signs_tie_by_index(device):
     assert idx[0, 0, 0].tolist() == [2, 0, 1]
 
 
+def test_nan_scores_at_sampled_keys_give_distinct_indices(device):
+    """SPEC says nothing of NaN inputs, but a NaN must not cost an index's uniqueness. 1,500
+    NaN key scales at every 16th key of a 64K row: the keys a long row's threshold samples, so
+    its t0 lands on the NaN score itself while fewer than k keys share it. The scales are
+    0x7FFFFFFF, the NaN that NVIDIA arithmetic returns, whose int32 order key is the largest
+    there is (no key lies above it; the Triton interpreter keeps the payload, so it shows the
+    same). The k indices must be distinct, the NaN keys among them (a NaN orders above every
+    number in every backend)."""
+    args, kwargs = make_indexer_inputs(q_lens=[1], k_lens=[65536], block_size=64,
+                                       scale_dtype=torch.float32, sparse_count=2048,
+                                       device=device)
+    nan_keys = torch.arange(0, 1500 * 16, 16)
+    table = kwargs["block_table"][0].cpu()
+    nan = torch.tensor(0x7FFFFFFF, dtype=torch.int32).view(torch.float32)
+    args[4][table[nan_keys // 64].to(device), (nan_keys % 64).to(device)] = nan.to(device)
+    idx = run(device, args, kwargs)[0][0, 0, 0].cpu()
+    assert (idx >= 0).all() and len(set(idx.tolist())) == 2048, "duplicate or missing indices"
+    assert set(nan_keys.tolist()) <= set(idx.tolist())
+
+
 def test_comparison_is_live(device):
     """Guard against a comparison that cannot fail: a corrupted output must be rejected."""
     args, kwargs = make_indexer_inputs(q_lens=[4], k_lens=[500], sparse_count=64, device=device)

@@ -328,7 +328,10 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
         if bisect:
             best = _bisection(u, need, BITS, STEP)
         best = _snap(u, best)
-    t0 = tl.where(n > K, _signed(best), INT32_MIN)
+    # capped below INT32_MAX (the mono of NVIDIA's NaN, 0x7FFFFFFF): the segments keep the
+    # keys above t0, and nothing lies above INT32_MAX, so keys at it would be kept as
+    # candidates and taken again as ties at t0 (duplicate indices in rows of many NaN scores)
+    t0 = tl.where(n > K, tl.minimum(_signed(best), INT32_MAX - 1), INT32_MIN)
     base = t0
     if n <= K:  # the smallest score is the base (one block reduction only for such rows)
         lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
@@ -430,7 +433,7 @@ def _indexer_segments_kernel(
     lo, hi = _segment_bounds(n, g, BLOCK_N)
     slot = (r * tl.num_programs(1) + g).to(tl.int64)
     dst = seg_ptr + slot * (2 * K_PAD)
-    above = tl.where((t0 == INT32_MIN) | (t0 == INT32_MAX), t0, t0 + 1)
+    above = tl.where(t0 == INT32_MIN, t0, t0 + 1)  # t0 < INT32_MAX (threshold kernel)
     cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, above,
                          BLOCK_N, 4)
     tl.store(cnt_ptr + slot, cnt)
@@ -487,23 +490,48 @@ def _fill_ties(row_ptr, n, g, t0, room, at, idx_dst, val_dst, VALUES: tl.constex
 
 
 @triton.jit
-def _row_ties(row_ptr, n, g, t0, BLOCK_N: tl.constexpr):
-    """A row's keys at t0: in the segments before g, and in g and those after it (a scan of
-    the whole row, run only in rows with fewer than K keys above t0, so the segment scan
-    counts nothing). Every program of such a row runs it, so it is on the row's critical
-    path: two loops, each counting per lane and summing once at its end, not once per chunk."""
-    lo, _ = _segment_bounds(n, g, BLOCK_N)
-    mid = tl.minimum(lo, n)  # lo is a multiple of BLOCK_N, or past the row
-    return _count_at(row_ptr, 0, mid, t0, BLOCK_N), _count_at(row_ptr, mid, n, t0, BLOCK_N)
+def _take_ties(row_ptr, n, g, t0, above, K, idx_dst, val_dst, VALUES: tl.constexpr,
+               AS_MONO: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A row with `above` < K keys above t0: whether its keys at t0 fill the K - above
+    positions left; if so, segment g's share of the first of them by index is written after
+    the candidates (_fill_ties). Place and merge both end a tied row so."""
+    room = K - above
+    before, after = _row_ties(row_ptr, n, g, t0, room, BLOCK_N)
+    fill = before + after >= room
+    if fill:
+        _fill_ties(row_ptr, n, g, t0, room - before, above + before, idx_dst, val_dst, VALUES,
+                   AS_MONO, BLOCK_N)
+    return fill
 
 
 @triton.jit
-def _count_at(row_ptr, lo, hi, t0, BLOCK_N: tl.constexpr):
-    """Keys [lo, hi) of a row whose mono equals t0."""
+def _row_ties(row_ptr, n, g, t0, room, BLOCK_N: tl.constexpr):
+    """A row's keys at t0 in the segments before g, and in g and those after it, each count
+    stopping once the two reach `room` (the answer wanted is only whether they fill it, and
+    how many lie before g where they do not). Every program of a tied row runs this, so it is
+    on the row's critical path: a row of one repeated score stops after a chunk group instead
+    of scanning the whole row, and a program whose earlier segments already fill the room
+    scans nothing of its own."""
+    lo, _ = _segment_bounds(n, g, BLOCK_N)
+    mid = tl.minimum(lo, n)  # lo is a multiple of BLOCK_N, or past the row
+    before = _count_at(row_ptr, 0, mid, t0, room, BLOCK_N)
+    return before, _count_at(row_ptr, mid, n, t0, room - before, BLOCK_N)
+
+
+@triton.jit
+def _count_at(row_ptr, lo, hi, t0, stop, BLOCK_N: tl.constexpr):
+    """Keys [lo, hi) of a row whose mono equals t0, counted per lane and summed every eighth
+    chunk (a block reduction per chunk doubled a 64K row's count) until `stop` are seen: the
+    exact count where it is below `stop`, else some count at or above it."""
     count = tl.zeros([BLOCK_N], tl.int32)
-    for i0 in range(lo, hi, BLOCK_N):
+    seen = 0
+    i0 = lo
+    while (i0 < hi) & (seen < stop):
         i = i0 + tl.arange(0, BLOCK_N)
         count += ((i < hi) & (_mono(tl.load(row_ptr + i, mask=i < hi, other=0.0)) == t0)).to(tl.int32)
+        i0 += BLOCK_N
+        if (i0 - lo) % (8 * BLOCK_N) == 0:
+            seen = tl.sum(count, 0)
     return tl.sum(count, 0)
 
 
@@ -554,13 +582,8 @@ def _indexer_merge_kernel(
     dst_i = idx_ptr + r64 * CAP
     fill = False
     if (n > K) & (total < K) & (tl.max(counts, 0) <= CAP):  # enough keys at t0?
-        t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-        ties_before, ties_after = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
-        ties = ties_before + ties_after
-        fill = total + ties >= K
-        if fill:
-            _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - total - ties_before,
-                       total + ties_before, dst_i, dst_m, True, True, BLOCK_N)
+        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, tl.load(thr_ptr + 4 * r + THR_T0),
+                          total, K, dst_i, dst_m, True, True, BLOCK_N)
     if ok | fill:
         src = _segment_slot(seg_ptr, r64, g, CAP)
         c = _segment_count(counts, g, G_PAD)
@@ -630,14 +653,9 @@ def _indexer_place_kernel(
     ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
     fill = False
     if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
-        t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-        ties_before, ties_after = _row_ties(logits_ptr + r64 * stride_l, n, g, t0, BLOCK_N)
-        ties = ties_before + ties_after
-        fill = above + ties >= K
-        if fill:
-            _fill_ties(logits_ptr + r64 * stride_l, n, g, t0, K - above - ties_before,
-                       above + ties_before, out_idx_ptr + r64 * K, out_val_ptr + r64 * K,
-                       RETURN_VALUE, False, BLOCK_N)
+        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, tl.load(thr_ptr + 4 * r + THR_T0),
+                          above, K, out_idx_ptr + r64 * K, out_val_ptr + r64 * K,
+                          RETURN_VALUE, False, BLOCK_N)
     if ok | fill:
         c = _segment_count(counts, g, G_PAD)
         group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
