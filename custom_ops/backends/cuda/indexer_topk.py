@@ -521,14 +521,15 @@ def _row_ties(row_ptr, n, g, t0, room, BLOCK_N: tl.constexpr):
 @triton.jit
 def _count_at(row_ptr, lo, hi, t0, stop, BLOCK_N: tl.constexpr):
     """Keys [lo, hi) of a row whose mono equals t0, counted per lane and summed every eighth
-    chunk (a block reduction per chunk doubled a 64K row's count) until `stop` are seen: the
-    exact count where it is below `stop`, else some count at or above it."""
+    chunk (a block reduction per chunk doubled the time of a 64K row's count) until `stop` are
+    seen: the exact count where it is below `stop`, else some count at or above it."""
     count = tl.zeros([BLOCK_N], tl.int32)
     seen = 0
     i0 = lo
     while (i0 < hi) & (seen < stop):
         i = i0 + tl.arange(0, BLOCK_N)
-        count += ((i < hi) & (_mono(tl.load(row_ptr + i, mask=i < hi, other=0.0)) == t0)).to(tl.int32)
+        mono = _mono(tl.load(row_ptr + i, mask=i < hi, other=0.0))
+        count += ((i < hi) & (mono == t0)).to(tl.int32)
         i0 += BLOCK_N
         if (i0 - lo) % (8 * BLOCK_N) == 0:
             seen = tl.sum(count, 0)
