@@ -2,9 +2,9 @@
 
 Each tree's `custom_ops` runs in its own process (the tree first on PYTHONPATH; the harness,
 this directory's `bench_indexer.py`, is the same for all); the trees take turns over `--rounds`
-rounds, and each keeps its best round. A case is timed as `bench_indexer.py` times it: CUDA-graph replays over rotated input copies, the best
-of three medians of 20 replays. One aligned line per case: each tree's µs and its ratio to the
-first tree. Changes of a few percent show only this way: two device calls, or two machines,
+rounds, and each keeps its best round. A case is timed as `bench_indexer.py` times it:
+CUDA-graph replays over rotated input copies, the best of three medians of 20 replays. One
+aligned line per case: each tree's µs and its ratio to the first tree. Changes of a few percent show only this way: two device calls, or two machines,
 differ by ±3 % on the same code (NOTES, session 18).
 
     git archive main | (mkdir -p .probe/main && tar -x -C .probe/main)   # before the call
@@ -49,11 +49,9 @@ def time_cases(cases: list[str]) -> dict[str, float]:
 
         def make(i, batch=batch, ctx=ctx, next_n=next_n, dtype=dtype):
             return b.make_case(batch, ctx, next_n, dtype, seed=i)
-        args0, kwargs0 = make(0)
-        case_bytes, _ = b.case_numbers(args0, kwargs0, batch, ctx, next_n, 1)
-        sets = [(args0, b.with_metadata(args0, kwargs0, next_n))]
-        sets += [(a, b.with_metadata(a, k, next_n))
-                 for a, k in (make(i) for i in range(1, b.rotation_copies(case_bytes)))]
+        first = make(0)
+        case_bytes, _ = b.case_numbers(*first, batch, ctx, next_n, 1)
+        sets = b.rotated_sets(make, first, case_bytes, next_n)
         times[text] = min(b.time_graph(lambda a, k: b.OP(*a, **k), sets, 20) for _ in range(3))
         del sets
         torch.cuda.empty_cache()
