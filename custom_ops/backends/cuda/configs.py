@@ -118,16 +118,19 @@ class TopkConfig:
     # measured 89.9 µs with buckets against 69.7 with the sort; NOTES)
     bucket_max_rows: int = 64
     buckets: int = 1024  # NB, a power of two
-    bucket_block: int = 32  # candidates per program of the bucket rank kernel
-    bucket_block_j: int = 32  # candidates compared per step there
+    bucket_block: int = 32  # candidates per program of the bucket rank kernel (one per thread)
+    # group members each slot compares per step there: B64 64K rank 5.2 µs at 16, 6.9 at 8,
+    # about 16's at 32 (H200, session 20)
+    bucket_block_j: int = 16
     # slots past k the rank grid covers in its first pass (the placed groups end a few past k;
     # programs loop over what lies beyond): fewer programs that only find nothing to do
     rank_slots_past_k: int = 256
     candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
-    # warps of the place and rank programs: 2 or 8 for place, 1, 2 or 8 for rank (and rank
-    # blocks of 16 or 64) measured no faster than 4 at B=1/8/64 (H200, session 12)
+    # warps of the place and rank programs: 2 or 8 for place measured no faster than 4 at
+    # B=1/8/64 (H200, session 12); rank: one warp of 32 slots, each reading its own group
+    # (blocks of 64 on 2 warps, 128 on 4 within noise of it, session 20)
     place_warps: int = 4
-    rank_warps: int = 4
+    rank_warps: int = 1
     # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
     # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
     # row's sample holds too few scores above the threshold for small k: simulated (i.i.d.

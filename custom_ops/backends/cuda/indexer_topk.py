@@ -34,13 +34,16 @@ from .indexer_logits import SAMPLE_EVERY, batch_rows, visible_keys
 
 # mono of a -inf score, below every finite score's: pads candidate arrays (index -1).
 PAD_MONO = tl.constexpr(-2139095041)
-# the threshold kernel's int32 record per row: keys seen, t0, bucket base, bucket shift
+# the threshold kernel's int32 record per row: keys seen, t0, and the bucket map's base score
+# and scale (float32 bits)
 THR_N = tl.constexpr(0)
 THR_T0 = tl.constexpr(1)
 THR_BASE = tl.constexpr(2)
-THR_SHIFT = tl.constexpr(3)
+THR_SCALE = tl.constexpr(3)
 INT32_MIN = tl.constexpr(-2147483648)
 INT32_MAX = tl.constexpr(2147483647)
+INT64_MIN = tl.constexpr(-9223372036854775808)
+INF_MONO = tl.constexpr(2139095040)  # mono of +inf: NaNs with the sign bit clear lie above
 
 
 @triton.jit
@@ -285,9 +288,10 @@ def _snap(u, best):
 @triton.jit
 def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
                       STEP: tl.constexpr, WARPS: tl.constexpr):
-    """(t0, bucket base, largest sampled mono). t0: mono of the sample score of descending rank
-    ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of n <= K keys (all
-    sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its smallest mono.
+    """(t0, bucket base, largest non-NaN sampled mono). t0: mono of the sample score of
+    descending rank ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of
+    n <= K keys (all sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its
+    smallest mono.
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
     candidates): per warp (WARPS > 0) where the sample has room to spare, else over the whole
     sample, one serial block reduction per step. (A [NS, 16] comparison per 4-bit step was
@@ -336,17 +340,32 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     if n <= K:  # the smallest score is the base (one block reduction only for such rows)
         lo = tl.min(tl.where(sm, u, tl.full([NS], 4294967295, tl.uint32)), 0)
         base = _signed(lo)
-    top = tl.max(u, 0)
+    # the largest finite (or infinite) sample: a NaN would stretch the bucket span to +inf
+    top = tl.max(tl.where(u <= tl.full([], 4286578688, tl.uint32), u, 0), 0)  # +inf, unsigned
     return t0, base, _signed(top)
 
 
 @triton.jit
-def _bucket(mono, base, shift, NB: tl.constexpr):
-    """Bucket of a candidate: its mono's distance above the row's base, shifted so that the
-    sampled span fills NB buckets (a monotone map; the largest keys, above the sample, clamp
-    into the top bucket)."""
-    d = (mono.to(tl.int64) - base.to(tl.int64)) >> shift
-    return tl.minimum(tl.maximum(d, 0), NB - 1).to(tl.int32)
+def _bucket(mono, base, scale, NB: tl.constexpr):
+    """Bucket of a candidate: floor((score - base) · scale), clamped to [0, NB): linear in the
+    score, so that the sampled span [base, largest sampled score] fills the NB buckets evenly
+    in value. (A map linear in the mono, i.e. in the float's bits, put rows whose candidates
+    cross zero — short rows, where k is a large share of the keys — into a few buckets of
+    hundreds: the bits of scores between 1e-3 and 1 span a few of 1024 buckets when the span
+    runs from -1 to 1.) Monotone in the mono: float subtraction and scaling keep the order,
+    a NaN product (inf · 0) and every score below base go to bucket 0, NaNs with the sign bit
+    clear (above +inf in mono order) to the top bucket, those with it set (below -inf) to 0."""
+    x = (_score_of(mono) - base) * scale
+    x = tl.where(x > 0, x, 0.0)  # NaN compares false
+    b = tl.where(x < NB - 1, x, NB - 1).to(tl.int32)
+    return tl.where(mono > INF_MONO, NB - 1, b)
+
+
+@triton.jit
+def _bucket_map(thr_ptr, r):
+    """Row r's bucket base score and scale (the threshold kernel's record)."""
+    base = tl.load(thr_ptr + 4 * r + THR_BASE).to(tl.float32, bitcast=True)
+    return base, tl.load(thr_ptr + 4 * r + THR_SCALE).to(tl.float32, bitcast=True)
 
 
 @triton.jit
@@ -378,7 +397,7 @@ def _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP,
 @triton.jit
 def _indexer_threshold_kernel(
         logits_ptr, stride_l,  # fp32 [R, CAP_KEYS logits, then the row's sample] (phase 1)
-        thr_ptr,  # int32 [R, 4]: (keys the row sees, threshold t0, bucket base, bucket shift)
+        thr_ptr,  # int32 [R, 4]: (keys the row sees, threshold t0, bucket base, bucket scale)
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts and cursors, zeroed here (NB > 0)
         asq_ptr, ask_ptr, md_ptr, err_ptr,
         B, S1, T, CAP_KEYS, K, TARGET, CMP,  # TARGET: candidates the threshold aims at
@@ -386,8 +405,9 @@ def _indexer_threshold_kernel(
         LEADING_ZERO: tl.constexpr, NS: tl.constexpr, BITS: tl.constexpr, STEP: tl.constexpr,
         WARPS: tl.constexpr, NB: tl.constexpr, BLOCK_B: tl.constexpr, PDL: tl.constexpr):
     """Row r: how many keys it sees and t0; with buckets (NB > 0), the map of candidates to
-    NB buckets: base = t0 (or the row's smallest score when every key is a candidate) and the
-    shift that spreads [base, largest sampled score] over the NB buckets."""
+    NB buckets (_bucket): base = the score at t0 (or the row's smallest score when every key
+    is a candidate) and the scale that spreads [base, largest finite sampled score] over the
+    NB buckets."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
@@ -402,12 +422,11 @@ def _indexer_threshold_kernel(
     tl.store(thr_ptr + 4 * r + THR_N, n)
     tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
-        span = tl.maximum(top.to(tl.int64) - base.to(tl.int64), 0)
-        shift = 0
-        for s in tl.static_range(33):
-            shift += ((span >> s) >= NB).to(tl.int32)
-        tl.store(thr_ptr + 4 * r + THR_BASE, base)
-        tl.store(thr_ptr + 4 * r + THR_SHIFT, shift)
+        base_score = _score_of(base)
+        span = _score_of(tl.minimum(top, INF_MONO)) - base_score
+        scale = tl.where(span > 0, NB / span, 0.0)  # inf where span is tiny: still monotone
+        tl.store(thr_ptr + 4 * r + THR_BASE, base_score.to(tl.int32, bitcast=True))
+        tl.store(thr_ptr + 4 * r + THR_SCALE, scale.to(tl.int32, bitcast=True))
         # the row's counts and cursors are one contiguous run of 2·NB
         tl.store(bcnt_ptr + r.to(tl.int64) * (2 * NB) + tl.arange(0, 2 * NB),
                  tl.zeros([2 * NB], tl.int32))
@@ -440,15 +459,14 @@ def _indexer_segments_kernel(
     if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot);
         # same-word adds serialise, but the keys at t0 are not candidates, so a tie group adds
         # to one word at most ~CAP times a row (when they were, 64K equal keys took 265 µs)
-        base = tl.load(thr_ptr + 4 * r + THR_BASE)
-        shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
+        base, scale = _bucket_map(thr_ptr, r)
         row_cnt = bcnt_ptr + r.to(tl.int64) * (2 * NB)
         stored = tl.minimum(cnt, 2 * K_PAD)
         tl.debug_barrier()  # the slot was written by this program's other threads: make it visible
         for i0 in range(0, stored, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
             m = i < stored
-            b = _bucket(_mono_of(tl.load(dst + i, mask=m, other=0)), base, shift, NB)
+            b = _bucket(_mono_of(tl.load(dst + i, mask=m, other=0)), base, scale, NB)
             tl.atomic_add(row_cnt + b, 1, mask=m, sem="relaxed")
 
 
@@ -638,8 +656,7 @@ def _indexer_place_kernel(
     # first BLOCK_C slots (in bounds: BLOCK_C <= CAP), the bucket map and the bucket counts
     src = _segment_slot(seg_ptr, r64, g, CAP)
     packed = tl.load(src + tl.arange(0, BLOCK_C))
-    base = tl.load(thr_ptr + 4 * r + THR_BASE)
-    shift = tl.load(thr_ptr + 4 * r + THR_SHIFT)
+    base, scale = _bucket_map(thr_ptr, r)
     bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
     n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
     start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
@@ -664,7 +681,7 @@ def _indexer_place_kernel(
             i = i0 + tl.arange(0, BLOCK_C)
             if i0 > 0:
                 packed = tl.load(src + i, mask=i < c, other=0)
-            b = _bucket(_mono_of(packed), base, shift, NB)
+            b = _bucket(_mono_of(packed), base, scale, NB)
             first = tl.gather(start, b, 0)
             m = (i < c) & (first < K)
             at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
@@ -688,20 +705,25 @@ def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
                 BLOCK_J: tl.constexpr):
     """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
     to its position, and positions from min(total + filled, K) on padded (`filled`: the ties
-    at t0 that place wrote after the candidates)."""
+    at t0 that place wrote after the candidates). Each slot reads its own group only, BLOCK_J
+    members a step: groups are short (a few candidates each), so the steps are as many as the
+    block's largest group needs. (Comparing each block with the slot range of all its groups,
+    [32, 32] pairs a step, spent most of its pairs on other groups: at B=64 the rank kernel
+    issued ~40 warp instructions per slot and was bound by their issue.)"""
     i = i0 + tl.arange(0, BLOCK_I)
     mine = i < total
     first = grp_i & 65535
-    end = tl.where(mine, first + (grp_i >> 16), 0)
-    first = tl.where(mine, first, CAP)
+    size = tl.where(mine, grp_i >> 16, 0)
     if i0 < total:
-        beats = tl.zeros([BLOCK_I, BLOCK_J], dtype=tl.int32)
-        for j0 in range(tl.min(first, 0), tl.max(end, 0), BLOCK_J):
-            j = j0 + tl.arange(0, BLOCK_J)
-            key_j = tl.load(row + j, mask=j < CAP, other=0)
-            beats += ((key_j[None, :] > key_i[:, None]) & (j[None, :] >= first[:, None])
-                      & (j[None, :] < end[:, None])).to(tl.int32)
-        pos = first + tl.sum(beats, 1)
+        beats = tl.zeros([BLOCK_I], dtype=tl.int32)
+        group = row + first
+        for t0 in range(0, tl.max(size, 0), BLOCK_J):
+            for u in tl.static_range(BLOCK_J):
+                # a masked member reads INT64_MIN, which no key is below (keys are unique and
+                # none is INT64_MIN: its index would be 2^32 - 1)
+                key_j = tl.load(group + (t0 + u), mask=t0 + u < size, other=INT64_MIN)
+                beats += (key_j > key_i).to(tl.int32)
+        pos = first + beats
         put = mine & (pos < K)
         tl.store(out_idx + pos, _index_of(key_i), mask=put)
         if RETURN_VALUE:
@@ -722,8 +744,8 @@ def _indexer_rank_kernel(
         BLOCK_J: tl.constexpr, PDL: tl.constexpr):
     """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
     (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
-    higher groups). Slots are grouped, so the groups of a block's candidates are one contiguous
-    range of slots, and each candidate is compared only with that range. Positions from
+    higher groups). Slots are grouped, so each candidate reads its own group's slots only
+    (the group word gives their range). Positions from
     min(total, K) on get -1 / -inf. The grid covers a little more than K slots (placed groups
     rarely reach far past K: configs.rank_programs); program p takes blocks p, p + grid, ...
     up to max(total, K), so the slots past the grid's first pass are still ranked."""
