@@ -145,3 +145,21 @@ def test_threshold_target_leaves_room_on_both_sides(k):
         assert math.log(t / k) >= 4 * sd and math.log(cap / t) >= 4 * sd
     else:
         assert cap / t >= 32 and t / max(k, 1) >= 8
+
+
+@pytest.mark.parametrize("block", [64, 256, 512])
+@pytest.mark.parametrize("k", [1, 300, 2048])
+@pytest.mark.parametrize("width", [2048, 4096, 16384, 65536, 131072])
+def test_place_programs_cover_the_aimed_candidates_within_the_slots(width, k, block):
+    """P place programs per segment: each program's first chunk lies inside its segment's slot
+    (P·block <= CAP), and G·P chunks cover the candidates the threshold aims at unless P is at
+    that bound; rows of many short segments keep one program per segment."""
+    tc = dataclasses.replace(configs.TOPK, candidate_block=block)
+    cap = configs.candidate_slots(k, tc)
+    for rows in (1, 8, 64):
+        g = configs.segments(rows, width, tc)
+        p = configs.place_programs(g, k, cap, tc)
+        assert 1 <= p and p * block <= cap
+        assert g * p * block >= configs.target_candidates(k, cap) or p * block == cap
+    assert configs.place_programs(17, 2048, 4096, configs.TOPK) == 1  # B=64, 64K
+    assert configs.place_programs(2, 2048, 4096, configs.TOPK) == 6  # a 4K row

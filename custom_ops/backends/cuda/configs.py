@@ -248,6 +248,15 @@ def rank_programs(k: int, cap: int, tc: TopkConfig) -> int:
     return min(cap // block, -(-(k + tc.rank_slots_past_k) // block))
 
 
+def place_programs(g: int, k: int, cap: int, tc: TopkConfig) -> int:
+    """P: place programs per segment, so that each takes about one chunk of
+    tc.candidate_block of the candidates the threshold aims at (a row of G = 2 long segments
+    placed ~1450 candidates per program in six serial chunks: B=1 4K place 7.5 µs, B=64 4K
+    10.3); at most cap / candidate_block (a program's first chunk lies inside its slot)."""
+    per_segment = -(-target_candidates(k, cap) // g)
+    return max(1, min(cap // tc.candidate_block, -(-per_segment // tc.candidate_block)))
+
+
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the

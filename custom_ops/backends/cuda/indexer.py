@@ -261,7 +261,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = empty(rows, dtype=torch.int32, device=dev)
         filled = empty(rows, dtype=torch.int32, device=dev)
-        launch(_indexer_place_kernel, (rows, g),
+        launch(_indexer_place_kernel, (rows, g, configs.place_programs(g, k, cand_cap, tc)),
             logits, stride, thr, seg, counts, bcnt, dense, group, total, filled, idx_out,
             values, k, RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
             BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),

@@ -449,7 +449,7 @@ def _indexer_segments_kernel(
     g = tl.program_id(1)
     n = tl.load(thr_ptr + 4 * r + THR_N)
     t0 = tl.load(thr_ptr + 4 * r + THR_T0)
-    lo, hi = _segment_bounds(n, g, BLOCK_N)
+    lo, hi = _segment_bounds(n, g, tl.num_programs(1), BLOCK_N)
     slot = (r * tl.num_programs(1) + g).to(tl.int64)
     dst = seg_ptr + slot * (2 * K_PAD)
     above = tl.where(t0 == INT32_MIN, t0, t0 + 1)  # t0 < INT32_MAX (threshold kernel)
@@ -471,9 +471,9 @@ def _indexer_segments_kernel(
 
 
 @triton.jit
-def _segment_bounds(n, g, BLOCK_N: tl.constexpr):
-    """Keys [lo, hi) of a row's segment g of G = the grid's second axis (segments kernel)."""
-    seg = tl.cdiv(tl.cdiv(n, tl.num_programs(1)), BLOCK_N) * BLOCK_N
+def _segment_bounds(n, g, G, BLOCK_N: tl.constexpr):
+    """Keys [lo, hi) of a row's segment g of G (the segments kernel's grid: (rows, G))."""
+    seg = tl.cdiv(tl.cdiv(n, G), BLOCK_N) * BLOCK_N
     # lo is a multiple of BLOCK_N (not clamped at n: past the row the loop is empty), so the
     # compiler sees aligned contiguous chunks: 16-byte loads, several consecutive scores per
     # thread, and a scan that is mostly per-thread adds (unaligned, every score was its own
@@ -483,12 +483,12 @@ def _segment_bounds(n, g, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _fill_ties(row_ptr, n, g, t0, room, at, idx_dst, val_dst, VALUES: tl.constexpr,
+def _fill_ties(row_ptr, n, g, G, t0, room, at, idx_dst, val_dst, VALUES: tl.constexpr,
                AS_MONO: tl.constexpr, BLOCK_N: tl.constexpr):
     """The keys of segment g whose mono equals t0, in index order: the first `room` of them to
     positions at, at + 1, ... of idx_dst (their indices) and, with VALUES, of val_dst (t0
     itself with AS_MONO, else the score). Runs only in rows with fewer than K keys above t0."""
-    lo, hi = _segment_bounds(n, g, BLOCK_N)
+    lo, hi = _segment_bounds(n, g, G, BLOCK_N)
     seen = 0
     for i0 in range(lo, hi, BLOCK_N):
         if seen < room:
@@ -508,29 +508,29 @@ def _fill_ties(row_ptr, n, g, t0, room, at, idx_dst, val_dst, VALUES: tl.constex
 
 
 @triton.jit
-def _take_ties(row_ptr, n, g, t0, above, K, idx_dst, val_dst, VALUES: tl.constexpr,
+def _take_ties(row_ptr, n, g, G, t0, above, K, idx_dst, val_dst, VALUES: tl.constexpr,
                AS_MONO: tl.constexpr, BLOCK_N: tl.constexpr):
     """A row with `above` < K keys above t0: whether its keys at t0 fill the K - above
     positions left; if so, segment g's share of the first of them by index is written after
     the candidates (_fill_ties). Place and merge both end a tied row so."""
     room = K - above
-    before, after = _row_ties(row_ptr, n, g, t0, room, BLOCK_N)
+    before, after = _row_ties(row_ptr, n, g, G, t0, room, BLOCK_N)
     fill = before + after >= room
     if fill:
-        _fill_ties(row_ptr, n, g, t0, room - before, above + before, idx_dst, val_dst, VALUES,
+        _fill_ties(row_ptr, n, g, G, t0, room - before, above + before, idx_dst, val_dst, VALUES,
                    AS_MONO, BLOCK_N)
     return fill
 
 
 @triton.jit
-def _row_ties(row_ptr, n, g, t0, room, BLOCK_N: tl.constexpr):
+def _row_ties(row_ptr, n, g, G, t0, room, BLOCK_N: tl.constexpr):
     """A row's keys at t0 in the segments before g, and in g and those after it, each count
     stopping once the two reach `room` (the answer wanted is only whether they fill it, and
     how many lie before g where they do not). Every program of a tied row runs this, so it is
     on the row's critical path: a row of one repeated score stops after a chunk group instead
     of scanning the whole row, and a program whose earlier segments already fill the room
     scans nothing of its own."""
-    lo, _ = _segment_bounds(n, g, BLOCK_N)
+    lo, _ = _segment_bounds(n, g, G, BLOCK_N)
     mid = tl.minimum(lo, n)  # lo is a multiple of BLOCK_N, or past the row
     before = _count_at(row_ptr, 0, mid, t0, room, BLOCK_N)
     return before, _count_at(row_ptr, mid, n, t0, room - before, BLOCK_N)
@@ -555,12 +555,11 @@ def _count_at(row_ptr, lo, hi, t0, stop, BLOCK_N: tl.constexpr):
 
 
 @triton.jit
-def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
+def _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD: tl.constexpr):
     """Row r's keys n, its G segments' candidate counts, their total, and whether the sampled
     threshold worked for the sort order: the total is in [K, CAP] (or the row sees at most K
     keys, all taken). The bucket order takes more than CAP candidates where its placed ones
     fit (place)."""
-    G = tl.num_programs(1)
     gs = tl.arange(0, G_PAD)
     counts = tl.load(cnt_ptr + r.to(tl.int64) * G + gs, mask=gs < G, other=0)
     total = tl.sum(counts, 0)
@@ -569,9 +568,9 @@ def _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD: tl.constexpr):
 
 
 @triton.jit
-def _segment_slot(seg_ptr, r64, g, CAP):
+def _segment_slot(seg_ptr, r64, g, G, CAP):
     """Segment g's slot of packed candidates (the segment kernel's output; grid (rows, G))."""
-    return seg_ptr + (r64 * tl.num_programs(1) + g) * CAP
+    return seg_ptr + (r64 * G + g) * CAP
 
 
 @triton.jit
@@ -596,15 +595,17 @@ def _indexer_merge_kernel(
     g = tl.program_id(1)
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
-    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
+    G = tl.num_programs(1)
+    n, counts, total, ok = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
     dst_m = mono_ptr + r64 * CAP
     dst_i = idx_ptr + r64 * CAP
     fill = False
     if (n > K) & (total < K) & (tl.max(counts, 0) <= CAP):  # enough keys at t0?
-        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, tl.load(thr_ptr + 4 * r + THR_T0),
-                          total, K, dst_i, dst_m, True, True, BLOCK_N)
+        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, G,
+                          tl.load(thr_ptr + 4 * r + THR_T0), total, K, dst_i, dst_m, True, True,
+                          BLOCK_N)
     if ok | fill:
-        src = _segment_slot(seg_ptr, r64, g, CAP)
+        src = _segment_slot(seg_ptr, r64, g, G, CAP)
         c = _segment_count(counts, g, G_PAD)
         offset = tl.sum(tl.where(tl.arange(0, G_PAD) < g, counts, 0), 0)
         for i0 in range(0, c, BLOCK_N):
@@ -636,29 +637,36 @@ def _indexer_place_kernel(
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]: the ties at t0 written here
         K, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr, NB: tl.constexpr,
         BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, G_PAD: tl.constexpr, PDL: tl.constexpr):
-    """Program (r, g) moves segment g's candidates into the row's bucket groups: bucket b's
+    """Program (r, g, p) moves candidates of segment g into the row's bucket groups (grid
+    (rows, G, P); chunk p of BLOCK_C, then p + P, ...: a short row has G = 2 segments, and one
+    program per segment placed its ~1450 candidates in six serial chunks). Bucket b's
     group starts after every candidate of a higher bucket, and an atomic cursor gives each
     candidate a slot inside its group (the slot inside a group decides nothing: the rank kernel
     orders a group by comparing keys). Where fewer than K keys lie above t0 but enough lie at
     it (ties at the threshold), the candidates are placed and the output positions after them
     are filled with the first keys at t0 by index, each program writing its segment's share.
     If fewer than K keys reached t0, or the groups up to position K hold more than CAP (a
-    threshold far too low), program (r, 0) runs the exact select instead and its K keys form a
-    single group."""
+    threshold far too low), program (r, 0, 0) runs the exact select instead and its K keys form a
+    single group. Only the programs p = 0 handle ties (a tied row's places all of its segment),
+    and (r, 0, 0) the fallback and the row's totals."""
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
+    G = tl.num_programs(1)
+    p = tl.program_id(2)
+    P = tl.num_programs(2)
     r64 = r.to(tl.int64)
     CAP: tl.constexpr = 2 * K_PAD
     tl.static_assert(CAP < 65536, "group words hold a slot and a size in 16 bits each")
     dst = dense_ptr + r64 * CAP
     # read before the counts arrive, not after (one dependent round trip fewer): the segment's
-    # first BLOCK_C slots (in bounds: BLOCK_C <= CAP), the bucket map and the bucket counts
-    src = _segment_slot(seg_ptr, r64, g, CAP)
-    packed = tl.load(src + tl.arange(0, BLOCK_C))
+    # first BLOCK_C slots of this program (in bounds: P·BLOCK_C <= CAP), the bucket map and
+    # the bucket counts
+    src = _segment_slot(seg_ptr, r64, g, G, CAP)
+    packed = tl.load(src + p * BLOCK_C + tl.arange(0, BLOCK_C))
     base, scale = _bucket_map(thr_ptr, r)
     bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, K, CAP, G_PAD)
+    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
     start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
     # a group that starts at K or later holds no output position: its candidates are not
     # placed, and the rank kernel stops at the first such start (every start is a group
@@ -670,16 +678,17 @@ def _indexer_place_kernel(
     fits = tl.max(counts, 0) <= CAP
     ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
     fill = False
-    if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
-        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, tl.load(thr_ptr + 4 * r + THR_T0),
-                          above, K, out_idx_ptr + r64 * K, out_val_ptr + r64 * K,
-                          RETURN_VALUE, False, BLOCK_N)
+    if (n > K) & (above < K) & fits & (p == 0):  # (then total == above): enough keys at t0?
+        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, G,
+                          tl.load(thr_ptr + 4 * r + THR_T0), above, K, out_idx_ptr + r64 * K,
+                          out_val_ptr + r64 * K, RETURN_VALUE, False, BLOCK_N)
     if ok | fill:
         c = _segment_count(counts, g, G_PAD)
         group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
-        for i0 in range(0, c, BLOCK_C):
+        step = tl.where(ok, P, 1) * BLOCK_C  # (fill: p == 0, which then places every chunk)
+        for i0 in range(p * BLOCK_C, c, step):
             i = i0 + tl.arange(0, BLOCK_C)
-            if i0 > 0:
+            if i0 > p * BLOCK_C:
                 packed = tl.load(src + i, mask=i < c, other=0)
             b = _bucket(_mono_of(packed), base, scale, NB)
             first = tl.gather(start, b, 0)
@@ -688,13 +697,13 @@ def _indexer_place_kernel(
             slot = first + at
             tl.store(dst + slot, packed, mask=m)
             tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
-    elif g == 0:
+    elif (g == 0) & (p == 0):
         total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst, dst, CAP, BLOCK_N, True)
         for i0 in range(0, total, BLOCK_C):
             i = i0 + tl.arange(0, BLOCK_C)
             tl.store(grp_ptr + r64 * CAP + i, tl.zeros([BLOCK_C], tl.int32) + (total << 16),
                      mask=i < total)
-    if g == 0:
+    if (g == 0) & (p == 0):
         tl.store(tot_ptr + r, total)
         tl.store(fill_ptr + r, tl.where(fill, K - total, 0))
 
