@@ -710,8 +710,7 @@ def _indexer_place_kernel(
 
 @triton.jit
 def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
-                RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
-                BLOCK_J: tl.constexpr):
+                RETURN_VALUE: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr):
     """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
     to its position, and positions from min(total + filled, K) on padded (`filled`: the ties
     at t0 that place wrote after the candidates). Each slot reads its own group only, BLOCK_J
@@ -728,8 +727,8 @@ def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
         group = row + first
         for t0 in range(0, tl.max(size, 0), BLOCK_J):
             for u in tl.static_range(BLOCK_J):
-                # a masked member reads INT64_MIN, which no key is below (keys are unique and
-                # none is INT64_MIN: its index would be 2^32 - 1)
+                # a masked member reads INT64_MIN, which beats no key (none is INT64_MIN: its
+                # index would be 2^32 - 1)
                 key_j = tl.load(group + (t0 + u), mask=t0 + u < size, other=INT64_MIN)
                 beats += (key_j > key_i).to(tl.int32)
         pos = first + beats
@@ -754,10 +753,10 @@ def _indexer_rank_kernel(
     """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
     (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
     higher groups). Slots are grouped, so each candidate reads its own group's slots only
-    (the group word gives their range). Positions from
-    min(total, K) on get -1 / -inf. The grid covers a little more than K slots (placed groups
-    rarely reach far past K: configs.rank_programs); program p takes blocks p, p + grid, ...
-    up to max(total, K), so the slots past the grid's first pass are still ranked."""
+    (the group word gives their range). Positions from min(total, K) on get -1 / -inf. The grid
+    covers a little more than K slots (placed groups rarely reach far past K:
+    configs.rank_programs); program p takes blocks p, p + grid, ... up to max(total, K), so the
+    slots past the grid's first pass are still ranked."""
     _dependent_start(PDL)
     r64 = tl.program_id(0).to(tl.int64)
     blk = tl.program_id(1)
@@ -771,12 +770,12 @@ def _indexer_rank_kernel(
     # CAP slots); slots past it are never used
     i = blk * BLOCK_I + tl.arange(0, BLOCK_I)
     _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
-                blk * BLOCK_I, total, filled, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
+                blk * BLOCK_I, total, filled, K, RETURN_VALUE, BLOCK_I, BLOCK_J)
     step = tl.num_programs(1)
     for b in range(blk + step, tl.cdiv(tl.maximum(total, K), BLOCK_I), step):
         i = b * BLOCK_I + tl.arange(0, BLOCK_I)
         _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
-                    b * BLOCK_I, total, filled, K, RETURN_VALUE, CAP, BLOCK_I, BLOCK_J)
+                    b * BLOCK_I, total, filled, K, RETURN_VALUE, BLOCK_I, BLOCK_J)
 
 
 @triton.jit
