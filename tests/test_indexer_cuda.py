@@ -547,7 +547,8 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
 @pytest.mark.parametrize("q_lens", [[1], [1, 1, 1, 1], [2, 1, 2, 1, 1, 1]], ids=str)
 def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     """The top-k's tuning options (bits of the bisected threshold, bits per bisection step,
-    warps of the threshold kernel, programmatic dependent launches, the ordering: buckets
+    warps of the threshold kernel, programmatic dependent launches (of all of phase 2, or of
+    its kernels after the threshold), the ordering: buckets
     (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback; a rank grid of
     only k slots, whose programs then loop over the slots past it) or torch.sort)
     change how the candidates are found and ordered, never the result."""
@@ -569,10 +570,12 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, False, dict(threshold_per_warp=False)),
             (20, 1, False, dict(rank_slots_past_k=0)),  # rank programs loop past the grid
             (20, 1, False, dict(rank_slots_past_k=0, buckets=16, bucket_block=16)),
-            (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4))):
+            (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4)),
+            (20, 1, False, dict(phase2_pdl_max_rows=64)),
+            (20, 1, False, dict(sort, phase2_pdl_max_rows=64))):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
             configs.TOPK, threshold_bits=bits, threshold_step=step, pdl=pdl, pdl_max_rows=0,
-            **order))
+            **{"phase2_pdl_max_rows": 0, **order}))
         poison()
         outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs, exact=ties)

@@ -4,8 +4,12 @@ the first round, the profiler's per-kernel times for a few cases.
     PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/topk_knobs_probe.py [threshold|phase2]
 
 `threshold` (session 19): the threshold kernel's knobs (results are exact whatever t0 is);
-`phase2` (session 20): segment counts and threshold bits beside the default."""
+`phase2` (session 20): segment counts and threshold bits beside the default;
+`pdl` (session 21): phase 2's kernels as programmatic dependents at any row count; `rows`
+(session 21): the same and the bucket order at 128 and 256 rows.
+ROUNDS=n alternates n rounds (2)."""
 import dataclasses
+import os
 import sys
 
 import torch
@@ -26,6 +30,18 @@ SETS = {
         variants={"base": {}, "G9": dict(programs=4 * 132), "G13": dict(programs=6 * 132),
                   "bits16": dict(threshold_bits=16)},
         cases=["B1-64K-n1", "B8-64K-n1", "B64-64K-n1", "B64-16K-n1"], profiled=["B64-64K-n1"]),
+    "pdl": dict(
+        variants={"base": dict(phase2_pdl_max_rows=0, bucket_max_rows=64),
+                  "phase2-pdl": dict(phase2_pdl_max_rows=1 << 20)},
+        cases=["B1-4K-n1", "B8-64K-n1", "B64-4K-n1", "B64-16K-n2", "B64-64K-n1",
+               "B64-64K-n1-fp8", "B64-64K-n4"], profiled=[]),
+    "rows": dict(
+        variants={"base": dict(phase2_pdl_max_rows=0, bucket_max_rows=64),
+                  "phase2-pdl": dict(phase2_pdl_max_rows=1 << 20),
+                  "buckets256": dict(bucket_max_rows=256),
+                  "buckets256-pdl": dict(bucket_max_rows=256, phase2_pdl_max_rows=1 << 20)},
+        cases=["B64-64K-n4", "B32-64K-n4", "B64-64K-n2", "B64-16K-n2", "B64-16K-n4"],
+        profiled=["B64-64K-n4"]),
 }
 
 
@@ -51,7 +67,7 @@ def main():
     base = configs.TOPK
     res = {v: {c: [] for c in cases} for v in variants}
     prof_t = {}
-    for rnd in range(2):
+    for rnd in range(int(os.environ.get("ROUNDS", 2))):
         for name, kw in variants.items():
             configs.TOPK = dataclasses.replace(base, **kw)
             plans.clear()

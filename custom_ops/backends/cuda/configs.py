@@ -106,6 +106,11 @@ class TopkConfig:
     # -> 24.7 fp8; at B64 no gain at next_n=1 and +4-8 µs at next_n 2 and 4, B8 +1-2 µs (H200,
     # session 12; earlier sessions measured it with the Triton logits kernel: NOTES)
     pdl_max_rows: int = 1
+    # ... and for calls of at most this many rows, phase 2's kernels after the threshold (the
+    # threshold itself a plain launch after phase 1, which keeps every SM to itself): B8 64K
+    # next_n=1 42.5-43.1 -> 40.4-41.2 µs int8; at 64, 128 and 256 rows no gain, B64 4K +0.6
+    # (H200, session 21)
+    phase2_pdl_max_rows: int = 8
     segment_warps: int = 4  # warps of the segment (compaction) kernel
     # warps of the threshold kernel (one program per row, its NS samples in registers, a serial
     # chain of block reductions), at least NS / 4096: 8 measured best (1 and 2 slower, 4 and 16
@@ -114,9 +119,11 @@ class TopkConfig:
     # ordering of the candidates: up to this many rows by buckets (grouped by score range into
     # `buckets` groups, each ordered by comparing keys: latency-bound launches that beat
     # torch.sort's one block per row at 1..64 rows), beyond it by torch.sort (its block radix
-    # sort wins at 256+ rows, and at 128 rows of short context: B=64 next_n=2 at 4K keys
-    # measured 89.9 µs with buckets against 69.7 with the sort; NOTES)
-    bucket_max_rows: int = 64
+    # sort wins at 256 rows: B64 64K next_n=4 425-432 µs with buckets against 410-417, B64
+    # 16K next_n=4 161-162 against 155-157; at 128 rows buckets gain since session 20's rank:
+    # B64 16K next_n=2 99.4 against 102-106, 64K 249-250 against 250-255, B32 64K next_n=4
+    # 227 against 227-233; H200, session 21)
+    bucket_max_rows: int = 128
     buckets: int = 1024  # NB, a power of two
     bucket_block: int = 32  # candidates per program of the bucket rank kernel (one per thread)
     # group members each slot compares per step there: B64 64K rank 5.2 µs at 16, 6.9 at 8,

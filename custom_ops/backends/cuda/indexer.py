@@ -229,9 +229,12 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             num_warps=lc.num_warps, **common,
             **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
     # phase 2: with pdl (tc.pdl, or at most tc.pdl_max_rows rows) each kernel launches as a
-    # programmatic dependent of the one before
-    # (its launch overlaps that kernel's tail; it waits for its writes before reading)
-    dep = dict(PDL=pdl, launch_pdl=pdl)
+    # programmatic dependent of the one before (its launch overlaps that kernel's tail; it
+    # waits for its writes before reading); at most tc.phase2_pdl_max_rows rows, each after
+    # the threshold
+    chain = pdl or (rows <= tc.phase2_pdl_max_rows and _pdl_ok(dev))
+    first = dict(PDL=chain, launch_pdl=pdl)  # the threshold: waits for all of phase 1
+    dep = dict(PDL=chain, launch_pdl=chain)
 
     k = p.sparse_count
     cand_cap = candidate_slots(k, tc)  # few sizes: few compiled variants
@@ -248,7 +251,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         configs.target_candidates(k, cand_cap), p.cmp_ratio,
         NS=ns, BITS=tc.threshold_bits, STEP=tc.threshold_step,
         WARPS=thr_warps if tc.threshold_per_warp else 0, NB=nb, BLOCK_B=block_b,
-        num_warps=thr_warps, **dep, **common)
+        num_warps=thr_warps, **first, **common)
     g = segments(rows, width, tc)
     seg = empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = empty((rows, g), dtype=torch.int32, device=dev)

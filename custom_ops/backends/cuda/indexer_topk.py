@@ -17,7 +17,7 @@ lands in the output.
      after all higher buckets and moves each candidate into its group (an atomic cursor picks
      the slot inside the group, which decides nothing); `rank` puts each candidate at its
      group's first slot plus the number of larger keys in its group. Latency-bound launches
-     spread over the GPU: at 8–64 rows far quicker than a sort's one block per row.
+     spread over the GPU: at 8–128 rows quicker than a sort's one block per row.
    - sort (more rows): `merge` copies the segments side by side into (mono, index) arrays in
      index order, torch.sort orders the int32 monos (stable, so ties stay in index order) and
      `unpack` gathers the indices.
