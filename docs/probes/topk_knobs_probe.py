@@ -6,7 +6,8 @@ the first round, the profiler's per-kernel times for a few cases.
 `threshold` (session 19): the threshold kernel's knobs (results are exact whatever t0 is);
 `phase2` (session 20): segment counts and threshold bits beside the default;
 `pdl` (session 21): phase 2's kernels as programmatic dependents at any row count; `rows`
-(session 21): the same and the bucket order at 128 and 256 rows.
+(session 21): the same and the bucket order at 128 and 256 rows; `pdl-rows` (session 21):
+that at 16 and 32 rows.
 ROUNDS=n alternates n rounds (2)."""
 import dataclasses
 import os
@@ -42,6 +43,10 @@ SETS = {
                   "buckets256-pdl": dict(bucket_max_rows=256, phase2_pdl_max_rows=1 << 20)},
         cases=["B64-64K-n4", "B32-64K-n4", "B64-64K-n2", "B64-16K-n2", "B64-16K-n4"],
         profiled=["B64-64K-n4"]),
+    "pdl-rows": dict(
+        variants={"base": {}, "phase2-pdl-32": dict(phase2_pdl_max_rows=32)},
+        cases=["B8-64K-n2", "B8-16K-n4", "B8-64K-n4", "B16-64K-n1", "B32-64K-n1",
+               "B32-16K-n1"], profiled=[]),
 }
 
 

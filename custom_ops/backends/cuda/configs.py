@@ -108,9 +108,10 @@ class TopkConfig:
     pdl_max_rows: int = 1
     # ... and for calls of at most this many rows, phase 2's kernels after the threshold (the
     # threshold itself a plain launch after phase 1, which keeps every SM to itself): B8 64K
-    # next_n=1 42.5-43.1 -> 40.4-41.2 µs int8; at 64, 128 and 256 rows no gain, B64 4K +0.6
-    # (H200, session 21)
-    phase2_pdl_max_rows: int = 8
+    # next_n=1 42.5-43.1 -> 40.4-41.2 µs int8, B16 64K 62.7-64.9 -> 60.9-62.8, B8 64K next_n=2
+    # 50.0-51.0 -> 48.3-50.1, at 32 rows 0.3-1 µs; at 64, 128 and 256 rows no gain, B64 4K
+    # +0.6 (H200, session 21)
+    phase2_pdl_max_rows: int = 32
     segment_warps: int = 4  # warps of the segment (compaction) kernel
     # warps of the threshold kernel (one program per row, its NS samples in registers, a serial
     # chain of block reductions), at least NS / 4096: 8 measured best (1 and 2 slower, 4 and 16
