@@ -69,7 +69,7 @@ def timeline(case: str):
     print("  between calls: " + " ".join(f"{x:.1f}" for x in between))
     others = {e.name for c in calls for e in c[n:]}
     print(f"  other events: {sorted(others)[:6]}")
-    print(f"  time_graph: {b.time_graph(fn, sets, 20):.1f} µs per call, {len(sets)} calls a replay")
+    print(f"  time_graph: {b.time_graph(fn, sets, 20):.1f} µs per call ({len(sets)} input sets)")
 
 
 if __name__ == "__main__":
