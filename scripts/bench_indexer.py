@@ -158,6 +158,15 @@ def _replay_us(graph) -> float:
     return e0.elapsed_time(e1) * 1e3
 
 
+def graph_calls(pass_us: float, sets: int, min_replay_us: float = GRAPH_MIN_US) -> int:
+    """Calls a timed graph holds: every set once, and as many more (cycling through the sets,
+    at most GRAPH_MAX_CALLS in all) as bring a replay of a one-pass graph, pass_us, to
+    min_replay_us."""
+    if pass_us >= min_replay_us or pass_us <= 0:
+        return sets
+    return max(sets, min(GRAPH_MAX_CALLS, math.ceil(min_replay_us * sets / pass_us)))
+
+
 def time_graph(fn, sets, reps=20, min_replay_us=GRAPH_MIN_US):
     """Median µs per call: a CUDA graph of calls that cycle through the input sets, each set at
     least once, and more calls where one pass over the sets takes under min_replay_us, replayed
@@ -172,10 +181,8 @@ def time_graph(fn, sets, reps=20, min_replay_us=GRAPH_MIN_US):
     torch.cuda.current_stream().wait_stream(stream)
     graph = _graph_of(fn, sets)
     graph.replay()
-    calls = len(sets)
-    once = _replay_us(graph)
-    if once < min_replay_us:  # a pass over the sets is short: repeat it in one graph
-        calls = min(GRAPH_MAX_CALLS, max(calls, math.ceil(min_replay_us * calls / once)))
+    calls = graph_calls(_replay_us(graph), len(sets), min_replay_us)
+    if calls > len(sets):  # a pass over the sets is short: repeat it in one graph
         del graph
         graph = _graph_of(fn, [sets[i % len(sets)] for i in range(calls)])
         graph.replay()

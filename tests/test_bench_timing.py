@@ -1,0 +1,29 @@
+"""scripts/bench_indexer.py's rule for how many calls a timed CUDA graph holds (the timing
+itself needs a GPU)."""
+import importlib.util
+import pathlib
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_indexer", pathlib.Path(__file__).parents[1] / "scripts" / "bench_indexer.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+@pytest.mark.parametrize("pass_us, sets, expected", [
+    (185.0, 1, 11),     # B64 64K: one set, repeated until the replay holds 2 ms of calls
+    (400.0, 2, 10),     # two sets, five passes
+    (2100.0, 91, 91),   # a pass already past 2 ms: once
+    (1820.0, 64, 64),   # never fewer calls than sets, even where more would pass GRAPH_MAX_CALLS
+    (10.0, 1, 64),      # tiny calls: at most GRAPH_MAX_CALLS
+    (0.0, 3, 3),        # a replay the events could not see: once
+])
+def test_graph_calls(pass_us, sets, expected):
+    assert bench.graph_calls(pass_us, sets, 2000.0) == expected
+
+
+def test_every_set_is_timed_at_least_once():
+    for sets in range(1, 200, 7):
+        for pass_us in (1.0, 50.0, 999.0, 5000.0):
+            assert bench.graph_calls(pass_us, sets) >= sets
