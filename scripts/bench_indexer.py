@@ -172,7 +172,7 @@ def time_graph(fn, sets, reps=20, min_replay_us=GRAPH_MIN_US):
     least once, and more calls where one pass over the sets takes under min_replay_us, replayed
     `reps` times. A replay's own start and end (the graph's launch, the events: ~8 µs on the
     H200, NOTES session 21) belong to the graph, as in a model's decode step, where one graph
-    holds every layer's call; charged to a graph of one call they were 4 % of B=64 64K."""
+    holds every layer's call; charged to a graph of one call they were ~5 % of B=64 64K."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
