@@ -4,8 +4,9 @@ Each tree's `custom_ops` runs in its own process (the tree first on PYTHONPATH; 
 this directory's `bench_indexer.py`, is the same for all); the trees take turns over `--rounds`
 rounds, and each keeps its best round. A case is timed as `bench_indexer.py` times it:
 CUDA-graph replays over rotated input copies, the best of three medians of 20 replays. One
-aligned line per case: each tree's µs and its ratio to the first tree. Changes of a few percent show only this way: two device calls, or two machines,
-differ by ±3 % on the same code (NOTES, session 18).
+aligned line per case: each tree's µs and its ratio to the first tree. Changes of a few
+percent show only this way: two device calls, or two machines, differ by ±3 % on the same code
+(NOTES, session 18).
 
     git archive main | (mkdir -p .probe/main && tar -x -C .probe/main)   # before the call
     python scripts/ab_trees.py . .probe/main [--cases B1-4K-n1,B64-64K-n1-fp8] [--rounds 2]

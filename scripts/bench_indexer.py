@@ -148,6 +148,25 @@ def _graph_of(fn, calls):
     return graph
 
 
+def warmed_graph(fn, sets):
+    """A CUDA graph of one call per input set, captured after two eager calls on a side stream
+    (compiles, allocations) and replayed once."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for a, k in sets[:2]:
+            fn(a, k)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = _graph_of(fn, sets)
+    graph.replay()
+    return graph
+
+
+def without_metadata(sets):
+    """Input sets as the torch-native indexer takes them (no metadata argument)."""
+    return [(a, {n: v for n, v in kw.items() if n != "metadata"}) for a, kw in sets]
+
+
 def _replay_us(graph) -> float:
     """µs of one replay, CUDA events around it."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -173,14 +192,7 @@ def time_graph(fn, sets, reps=20, min_replay_us=GRAPH_MIN_US):
     `reps` times. A replay's own start and end (the graph's launch, the events: ~8 µs on the
     H200, NOTES session 21) belong to the graph, as in a model's decode step, where one graph
     holds every layer's call; charged to a graph of one call they were ~5 % of B=64 64K."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for a, k in sets[:2]:
-            fn(a, k)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = _graph_of(fn, sets)
-    graph.replay()
+    graph = warmed_graph(fn, sets)
     calls = graph_calls(_replay_us(graph), len(sets), min_replay_us)
     if calls > len(sets):  # a pass over the sets is short: repeat it in one graph
         del graph
@@ -244,7 +256,7 @@ def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=
     few = sets[:8]
     nat = nat_eager = float("nan")
     if native:
-        nsets = [(a, {k: v for k, v in kw.items() if k != "metadata"}) for a, kw in few]
+        nsets = without_metadata(few)
         nat = time_graph(lambda a, k: native_indexer(*a, **k), nsets, 5)
         eager, nat_eager = time_eager_pair(lambda a, k: OP(*a, **k), few,
                                            lambda a, k: native_indexer(*a, **k), nsets)

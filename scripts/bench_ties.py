@@ -45,8 +45,7 @@ def main() -> None:
         sets = bench.rotated_sets(make, (args, kwargs), case_bytes, 1)
         ours = bench.time_graph(lambda a, k: bench.OP(*a, **k), sets, 20)
         native = bench.time_graph(lambda a, k: bench.native_indexer(*a, **k),
-                                  [(a, {n: v for n, v in kw.items() if n != "metadata"})
-                                   for a, kw in sets[:8]], 5)
+                                  bench.without_metadata(sets[:8]), 5)
         if distinct is None:
             untied[batch] = ours
         base = untied.get(batch, float("nan"))

@@ -27,3 +27,9 @@ def test_every_set_is_timed_at_least_once():
     for sets in range(1, 200, 7):
         for pass_us in (1.0, 50.0, 999.0, 5000.0):
             assert bench.graph_calls(pass_us, sets) >= sets
+
+
+def test_native_sets_drop_only_the_metadata():
+    sets = [(("q",), {"metadata": 1, "sparse_count": 8}), (("q2",), {"sparse_count": 4})]
+    assert bench.without_metadata(sets) == [(("q",), {"sparse_count": 8}),
+                                            (("q2",), {"sparse_count": 4})]

@@ -24,17 +24,8 @@ def timeline(case: str):
     case_bytes, _ = b.case_numbers(*first, batch, ctx, next_n, 1)
     sets = b.rotated_sets(make, first, case_bytes, next_n)
     fn = lambda a, k: b.OP(*a, **k)  # noqa: E731
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for a, k in sets[:2]:
-            fn(a, k)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for a, k in sets:
-            fn(a, k)
-    for _ in range(3):
+    graph = b.warmed_graph(fn, sets)
+    for _ in range(2):
         graph.replay()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
