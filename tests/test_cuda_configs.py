@@ -73,6 +73,19 @@ def test_candidate_slots_and_segments():
         assert rows * g <= tc.programs + rows
 
 
+@pytest.mark.parametrize("width", [512, 2048, 4096, 16384, 65536, 131072, 100352])
+def test_every_segment_of_a_full_row_holds_keys(width):
+    """The segments cut a full row as _segment_bounds does (whole scan steps): no program of
+    the segment and place grids is left without keys (at 64 rows of 64K, 17 programs per row
+    had cut 16 segments)."""
+    tc = configs.TOPK
+    for rows in (1, 8, 33, 64, 128, 256, 4096):
+        g = configs.segments(rows, width, tc)
+        seg = -(-(-(-width // g)) // tc.block_n) * tc.block_n
+        assert (g - 1) * seg < width <= g * seg
+    assert configs.segments(64, 65536, tc) == 16
+
+
 @pytest.mark.parametrize("slack", [0, 100, 256, 1 << 20])
 @pytest.mark.parametrize("k", [1, 31, 32, 300, 2047, 2048])
 def test_rank_grid_covers_k_and_no_more_than_the_slots(k, slack):

@@ -7,7 +7,10 @@ the first round, the profiler's per-kernel times for a few cases.
 `phase2` (session 20): segment counts and threshold bits beside the default;
 `pdl` (session 21): phase 2's kernels as programmatic dependents at any row count; `rows`
 (session 21): the same and the bucket order at 128 and 256 rows; `pdl-rows` (session 21):
-that at 16 and 32 rows.
+that at 16 and 32 rows; `waves` (session 22): rank blocks of 64 slots on two warps (4608
+one-warp programs at 64 rows exceed the 32 resident per SM; the session also measured the
+threshold's per-warp bisection two bits a step and the place kernel capped to 64 registers, with
+code since removed: NOTES).
 ROUNDS=n alternates n rounds (2)."""
 import dataclasses
 import os
@@ -47,6 +50,10 @@ SETS = {
         variants={"base": {}, "phase2-pdl-32": dict(phase2_pdl_max_rows=32)},
         cases=["B8-64K-n2", "B8-16K-n4", "B8-64K-n4", "B16-64K-n1", "B32-64K-n1",
                "B32-16K-n1"], profiled=[]),
+    "waves": dict(
+        variants={"base": {}, "rank64": dict(bucket_block=64, rank_warps=2)},
+        cases=["B1-64K-n1", "B8-64K-n1", "B64-4K-n1", "B64-16K-n1", "B64-64K-n1",
+               "B64-64K-n2"], profiled=["B64-64K-n1"]),
 }
 
 
