@@ -255,7 +255,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     g = segments(rows, width, tc)
     seg = empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = empty((rows, g), dtype=torch.int32, device=dev)
-    launch(_indexer_segments_kernel, (rows, g), logits, stride, thr, seg, counts, bcnt,
+    launch(_indexer_segments_kernel, (rows, g), logits, stride, thr, seg, counts, bcnt, width,
            K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
            num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out

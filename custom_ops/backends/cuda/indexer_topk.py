@@ -146,22 +146,35 @@ def _compact_runs(x, i, hi, written, dst_ptr, CAP, t_mono, TAIL: tl.constexpr):
 
 
 @triton.jit
+def _first_chunk(row_ptr, lo, hi, BLOCK_N: tl.constexpr, V: tl.constexpr):
+    """The chunk of row[lo:hi] that _compact_above scans first, as it loads it."""
+    offs = tl.arange(0, BLOCK_N // V)[:, None] * V + tl.arange(0, V)[None, :]
+    hi_v = tl.multiple_of(tl.cdiv(hi, V) * V, V)
+    return tl.load(row_ptr + lo + offs, mask=lo + offs < hi_v, other=0.0)
+
+
+@triton.jit
 def _compact_above(row_ptr, lo, hi, dst_ptr, CAP, t_mono, BLOCK_N: tl.constexpr,
-                   V: tl.constexpr):
+                   V: tl.constexpr, first, first_lo):
     """Write the packed keys of row[lo:hi] with mono >= t_mono to dst in index order (at most
     CAP of them) and return how many there were; `lo` a multiple of
     BLOCK_N and the row readable up to hi rounded up to V (the workspace's width is a multiple
     of 16). Each chunk is [BLOCK_N / V, V]: V consecutive scores in one thread (one 16-byte
     load), so the positions are mostly per-thread sums and the block scan runs over the runs'
     counts only; whole chunks need no bounds (a flat chunk's scan and per-score bounds compiled
-    to ~60 instructions per score, this to ~16).
+    to ~60 instructions per score, this to ~16). `first`: the chunk at `first_lo` as
+    _first_chunk loaded it, before lo and hi were known; used if lo is first_lo (scores past
+    hi in it are masked like any partial chunk's).
     """
     RUNS: tl.constexpr = BLOCK_N // V
     offs = tl.arange(0, RUNS)[:, None] * V + tl.arange(0, V)[None, :]
     hi_v = tl.multiple_of(tl.cdiv(hi, V) * V, V)  # loads in whole runs
     whole = lo + tl.maximum(hi - lo, 0) // BLOCK_N * BLOCK_N  # end of the whole chunks
     written = 0
-    nxt = tl.load(row_ptr + lo + offs, mask=lo + offs < hi_v, other=0.0)
+    if lo == first_lo:
+        nxt = first
+    else:
+        nxt = tl.load(row_ptr + lo + offs, mask=lo + offs < hi_v, other=0.0)
     for i0 in range(lo, whole, BLOCK_N):
         i = i0 + offs
         x = nxt
@@ -286,8 +299,31 @@ def _snap(u, best):
 
 
 @triton.jit
+def _sample_source(n, NS: tl.constexpr):
+    """How a row of n keys is sampled: every stride-th key, read every step-th word of the row
+    (copy false) or of phase 1's copy of every SAMPLE_EVERY-th score (copy true)."""
+    stride = tl.cdiv(n, NS)
+    copy = stride >= SAMPLE_EVERY
+    step = tl.where(copy, tl.cdiv(stride, SAMPLE_EVERY), stride)
+    return tl.where(copy, step * SAMPLE_EVERY, stride), step, copy
+
+
+@triton.jit
+def _load_sample(row_ptr, samp_ptr, n, NS: tl.constexpr):
+    """The row's sample (_sample_source) as unsigned order keys, 0 in unsampled slots."""
+    stride, step, copy = _sample_source(n, NS)
+    si = tl.arange(0, NS)
+    sm = si * stride < n
+    src = row_ptr
+    if copy:
+        src = samp_ptr
+    u = _unsigned(_mono(tl.load(src + si * step, mask=sm, other=0.0)))
+    return tl.where(sm, u, tl.zeros([NS], tl.uint32))
+
+
+@triton.jit
 def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: tl.constexpr,
-                      STEP: tl.constexpr, WARPS: tl.constexpr):
+                      STEP: tl.constexpr, WARPS: tl.constexpr, u_wide, n_wide):
     """(t0, bucket base, largest non-NaN sampled mono). t0: mono of the sample score of
     descending rank ~TARGET/stride: about TARGET scores reach it; the base is t0. A row of
     n <= K keys (all sampled, K <= NS) takes every key: t0 is INT32_MIN and the base its
@@ -295,20 +331,18 @@ def _sample_threshold(row_ptr, samp_ptr, n, K, TARGET, NS: tl.constexpr, BITS: t
     Only the top BITS bits are bisected (the rest stay 0: a slightly lower threshold, a few more
     candidates): per warp (WARPS > 0) where the sample has room to spare, else over the whole
     sample, one serial block reduction per step. (A [NS, 16] comparison per 4-bit step was
-    tried: it spills and cost ~200 µs per row.)"""
-    stride = tl.cdiv(n, NS)
-    src = row_ptr
-    step = stride
-    if stride >= SAMPLE_EVERY:  # phase 1's copy of every SAMPLE_EVERY-th score, consecutive
-        step = tl.cdiv(stride, SAMPLE_EVERY)
-        stride = step * SAMPLE_EVERY
-        src = samp_ptr
+    tried: it spills and cost ~200 µs per row.) `u_wide`: the sample of a row of n_wide keys,
+    loaded before n was known; it is this row's where both sample alike (the same stride),
+    past n masked off."""
+    stride, _, _ = _sample_source(n, NS)
     si = tl.arange(0, NS)
     sm = si * stride < n
     # unsigned order as uint32 (4 bytes a sample: few warps can hold the whole sample);
     # bisect from the most significant bit down; an unsampled slot is 0, below every pivot
-    u = _unsigned(_mono(tl.load(src + si * step, mask=sm, other=0.0)))
-    u = tl.where(sm, u, tl.zeros([NS], tl.uint32))
+    if stride == _sample_source(n_wide, NS)[0]:
+        u = tl.where(sm, u_wide, tl.zeros([NS], tl.uint32))
+    else:
+        u = _load_sample(row_ptr, samp_ptr, n, NS)
     best = tl.zeros([], dtype=tl.uint32)
     if n > K:  # else every key is a candidate: no threshold, only the sample's extremes
         sampled = tl.cdiv(n, stride)  # the samples si·stride < n (at most NS)
@@ -410,15 +444,19 @@ def _indexer_threshold_kernel(
     NB buckets."""
     _dependent_start(PDL)
     r = tl.program_id(0)
+    row_ptr = logits_ptr + r.to(tl.int64) * stride_l
+    # the sample as if the row held all CAP_KEYS keys, loaded while the row's own count is on
+    # its way (its loads and this one in one round trip wherever both sample alike: rows of
+    # more than half the widest row's keys, at 64K keys and up)
+    u_wide = _load_sample(row_ptr, row_ptr + CAP_KEYS, CAP_KEYS, NS)
     n = _row_keys(r, asq_ptr, ask_ptr, md_ptr, err_ptr, B, S1, T, CAP_KEYS, CMP, CAUSAL, TND,
                   HAS_ASQ, LEADING_ZERO, BLOCK_B)
     t0 = INT32_MIN
     base = INT32_MIN
     top = INT32_MIN
     if (n > K) | ((NB > 0) & (n > 0)):
-        row_ptr = logits_ptr + r.to(tl.int64) * stride_l
         t0, base, top = _sample_threshold(row_ptr, row_ptr + CAP_KEYS, n, K, TARGET, NS, BITS,
-                                          STEP, WARPS)
+                                          STEP, WARPS, u_wide, CAP_KEYS)
     tl.store(thr_ptr + 4 * r + THR_N, n)
     tl.store(thr_ptr + 4 * r + THR_T0, t0)
     if NB > 0:
@@ -437,6 +475,7 @@ def _indexer_segments_kernel(
         logits_ptr, stride_l, thr_ptr,
         seg_ptr, cnt_ptr,  # int64 [R, G, 2 * K_PAD] packed candidates; int32 [R, G] counts
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (NB > 0)
+        CAP_KEYS,  # the logits row width (keys the widest row may hold)
         K_PAD: tl.constexpr, NB: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr,
         PDL: tl.constexpr):
     """Segment g of row r: its keys with mono > t0 (every key where t0 is INT32_MIN: rows
@@ -447,14 +486,19 @@ def _indexer_segments_kernel(
     _dependent_start(PDL)
     r = tl.program_id(0)
     g = tl.program_id(1)
+    row = logits_ptr + r.to(tl.int64) * stride_l
+    # the first chunk as if the row held all CAP_KEYS keys, loaded while the row's own count
+    # is on its way (one round trip fewer wherever that gives the same segment start: rows
+    # within a segment count's worth of scan steps of the widest)
+    lo_w, hi_w = _segment_bounds(CAP_KEYS, g, tl.num_programs(1), BLOCK_N)
+    first = _first_chunk(row, lo_w, hi_w, BLOCK_N, 4)
     n = tl.load(thr_ptr + 4 * r + THR_N)
     t0 = tl.load(thr_ptr + 4 * r + THR_T0)
     lo, hi = _segment_bounds(n, g, tl.num_programs(1), BLOCK_N)
     slot = (r * tl.num_programs(1) + g).to(tl.int64)
     dst = seg_ptr + slot * (2 * K_PAD)
     above = tl.where(t0 == INT32_MIN, t0, t0 + 1)  # t0 < INT32_MAX (threshold kernel)
-    cnt = _compact_above(logits_ptr + r.to(tl.int64) * stride_l, lo, hi, dst, 2 * K_PAD, above,
-                         BLOCK_N, 4)
+    cnt = _compact_above(row, lo, hi, dst, 2 * K_PAD, above, BLOCK_N, 4, first, lo_w)
     tl.store(cnt_ptr + slot, cnt)
     if NB > 0:  # one atomic per candidate, over the compacted slot (dense lanes, L1/L2-hot);
         # same-word adds serialise, but the keys at t0 are not candidates, so a tie group adds
