@@ -81,8 +81,8 @@ def test_every_segment_of_a_full_row_holds_keys(width):
     tc = configs.TOPK
     for rows in (1, 8, 33, 64, 128, 256, 4096):
         g = configs.segments(rows, width, tc)
-        seg = -(-(-(-width // g)) // tc.block_n) * tc.block_n
-        assert (g - 1) * seg < width <= g * seg
+        seg = configs.segment_keys(width, g, tc)
+        assert seg % tc.block_n == 0 and (g - 1) * seg < width <= g * seg
     assert configs.segments(64, 65536, tc) == 16
 
 

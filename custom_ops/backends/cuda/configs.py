@@ -250,8 +250,13 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
     row cut 16 segments of 4096 and the 17th found nothing (an empty program per row in the
     segment and place grids; cheap: removing them changed no timing, H200, session 22)."""
     g = max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
-    seg = -(-(-(-cap // g)) // tc.block_n) * tc.block_n
-    return -(-cap // seg)
+    return -(-cap // segment_keys(cap, g, tc))
+
+
+def segment_keys(n: int, g: int, tc: TopkConfig) -> int:
+    """Keys per segment of a row of n keys cut into g: whole scan steps of tc.block_n (the
+    host's copy of indexer_topk._segment_bounds' length)."""
+    return -(-(-(-n // g)) // tc.block_n) * tc.block_n
 
 
 def rank_programs(k: int, cap: int, tc: TopkConfig) -> int:

@@ -174,7 +174,7 @@ def _compact_above(row_ptr, lo, hi, dst_ptr, CAP, t_mono, BLOCK_N: tl.constexpr,
     if lo == first_lo:
         nxt = first
     else:
-        nxt = tl.load(row_ptr + lo + offs, mask=lo + offs < hi_v, other=0.0)
+        nxt = _first_chunk(row_ptr, lo, hi, BLOCK_N, V)
     for i0 in range(lo, whole, BLOCK_N):
         i = i0 + offs
         x = nxt
