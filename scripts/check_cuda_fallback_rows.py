@@ -21,7 +21,7 @@ import torch
 
 import bench_indexer as bench
 from custom_ops.backends.cuda import configs, indexer as cuda_indexer
-from custom_ops.backends.cuda.indexer_topk import _indexer_segments_kernel
+from custom_ops.backends.cuda.topk import _indexer_segments_kernel
 
 
 def main() -> int:

@@ -407,7 +407,7 @@ def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
     golden's result, bit for bit the sort order's (which takes the exact fallback)."""
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda import indexer as cuda_indexer
-    from custom_ops.backends.cuda.indexer_topk import _indexer_place_kernel
+    from custom_ops.backends.cuda.topk import _indexer_place_kernel
     monkeypatch.setattr(configs, "target_candidates", lambda k, cap: 3 * cap)
     groups = []
     real = cuda_indexer.launch
@@ -588,7 +588,7 @@ def _threshold_counts(logits, n, k, warps):
     how many scores of each row reach its t0."""
     from custom_ops.backends.cpu import pack_scores  # its high word: the float order as int32
     from custom_ops.backends.cuda import configs
-    from custom_ops.backends.cuda.indexer_topk import _indexer_threshold_kernel
+    from custom_ops.backends.cuda.topk import _indexer_threshold_kernel
     rows, stride = logits.shape
     dev = logits.device
     ask = torch.full((rows,), n, dtype=torch.int32, device=dev)
@@ -660,7 +660,7 @@ def test_rows_of_tied_scores(monkeypatch, distinct):
     exact fallback."""
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda import indexer as cuda_indexer
-    from custom_ops.backends.cuda.indexer_topk import _indexer_segments_kernel
+    from custom_ops.backends.cuda.topk import _indexer_segments_kernel
     segments = []
     real = cuda_indexer.launch
 

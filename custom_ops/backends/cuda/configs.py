@@ -246,7 +246,7 @@ def threshold_samples(cap: int, tc: TopkConfig) -> int:
 def segments(rows: int, cap: int, tc: TopkConfig) -> int:
     """G: segment programs per row, so that rows·G is about tc.programs
     (rows·G <= programs + rows), then only as many as a full row's segments fill: segments are
-    whole scan steps (indexer_topk._segment_bounds), so at 64 rows of 64K keys 17 programs per
+    whole scan steps (topk.segments._segment_bounds), so at 64 rows of 64K keys 17 programs per
     row cut 16 segments of 4096 and the 17th found nothing (an empty program per row in the
     segment and place grids; cheap: removing them changed no timing, H200, session 22)."""
     g = max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
@@ -255,7 +255,7 @@ def segments(rows: int, cap: int, tc: TopkConfig) -> int:
 
 def segment_keys(n: int, g: int, tc: TopkConfig) -> int:
     """Keys per segment of a row of n keys cut into g: whole scan steps of tc.block_n (the
-    host's copy of indexer_topk._segment_bounds' length)."""
+    host's copy of topk.segments._segment_bounds' length)."""
     return -(-(-(-n // g)) // tc.block_n) * tc.block_n
 
 

@@ -2,7 +2,7 @@
 (phase 1 of decode as a Gluon kernel where it applies: indexer_logits_gluon).
 
 Phase 1 (indexer_logits) reads every visible key once and writes fp32 scores per (query token,
-key); phase 2 (indexer_topk) selects each row's top-k exactly, in SPEC §1.4's order. The
+key); phase 2 (topk/) selects each row's top-k exactly, in SPEC §1.4's order. The
 workspace is rows × width fp32 logits (and each row's sample for the threshold) plus phase 2's
 candidate arrays, at most WORKSPACE_BYTES per launch (configs.scratch_bytes counts it all):
 longer problems run in chunks of batches (BSND) or query tokens (TND), each a standalone
@@ -43,10 +43,9 @@ except ImportError:
 from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
-from .indexer_topk import (_indexer_merge_kernel, _indexer_place_kernel,
-                           _indexer_rank_kernel,
-                           _indexer_segments_kernel, _indexer_threshold_kernel,
-                           _indexer_unpack_kernel, _indexer_window_merge_kernel)
+from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_rank_kernel,
+                   _indexer_segments_kernel, _indexer_threshold_kernel, _indexer_unpack_kernel,
+                   _indexer_window_merge_kernel)
 
 # Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
 # already checked (key: what it was checked against); _longest: the longest key length (key:
