@@ -1,9 +1,9 @@
-"""Order keys shared by the phase-2 kernels, and their records' layout.
+"""Order keys shared by the phase-2 kernels, and the layout of the threshold's row record.
 
 A score maps to an int32 `mono` whose signed order is the float order (negative floats get their
 magnitude bits flipped). Descending (mono, then index ascending) is SPEC §1.4's order, ties
-included: the int64 key (mono << 32) | (2^32-1 - index) orders exactly so, so no atomic decides
-where a key lands in the output.
+included: the int64 key (mono << 32) | (2^32-1 - index) orders exactly so; no atomic
+decides where a key lands in the output.
 """
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""SPEC §1.6 in CUDA graphs: a window's top-k merged into the top-k of the keys before it.
-"""
+"""SPEC §1.6 in CUDA graphs: a window's top-k merged into the top-k of the keys before it."""
 from __future__ import annotations
 
 import triton
