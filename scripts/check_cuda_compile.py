@@ -6,15 +6,17 @@ up before a device is lent; the numbers also give each variant's occupancy.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
     PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops] [--sass-hash]
-        [--threshold-step 2] [--block-n N] [--samples N]
+        [--dump KERNEL] [--threshold-step 2] [--block-n N] [--samples N]
 
 How: the indexer runs on small CPU inputs with every Triton launch replaced by a recorder (the
 host code, its checks, chunking and config choices run for real; no kernel runs); each recorded
 launch is then compiled with triton.compile for an sm_90 target from the same argument types,
 compile-time constants and launch options. Exit status 1 if any variant spills.
 
-`--loops` also prints each variant's largest innermost loop from its SASS: instructions per
-iteration and the commonest opcodes. Per-element instruction counts found session 8's phase-2
+`--loops` also prints each variant's largest innermost SASS loops (several: a kernel's largest
+is often a rare path's): instructions per iteration, start address and the commonest opcodes;
+`--dump KERNEL` the whole SASS of that kernel's variants, to read a loop the counts point at.
+Per-element instruction counts found session 8's phase-2
 gains (the segment scan at ~60 instructions per score) where latency guesses had not.
 
 Spills live in the stack frame (cuobjdump's STACK; LOCAL stays 0): the frame size is what the
@@ -156,6 +158,8 @@ def main():
                     help="also each variant's largest innermost SASS loops (instructions, mix)")
     ap.add_argument("--sass-hash", action="store_true",
                     help="also a digest of each variant's SASS (compare before/after a refactor)")
+    ap.add_argument("--dump", default="", metavar="KERNEL",
+                    help="also print the whole SASS of every variant of KERNEL (address, text)")
     add_topk_options(ap, "threshold_step", "block_n", "samples")
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
@@ -200,6 +204,9 @@ def main():
                 print(f"    {line}", flush=True)
         if opts.sass_hash:
             print(f"    sass {sass_hash(kernel)}", flush=True)
+        if opts.dump and fn.__name__ == opts.dump:
+            for adr, text in sass_instructions(kernel):
+                print(f"    {adr:#07x}  {text}")
     print(f"{len(seen)} variants compiled for sm_90, {spills} spilling")
     sys.exit(1 if spills else 0)
 
