@@ -16,8 +16,8 @@ compile-time constants and launch options. Exit status 1 if any variant spills.
 `--loops` also prints each variant's largest innermost SASS loops (several: a kernel's largest
 is often a rare path's): instructions per iteration, start address and the commonest opcodes;
 `--dump KERNEL` the whole SASS of that kernel's variants, to read a loop the counts point at.
-Per-element instruction counts found session 8's phase-2
-gains (the segment scan at ~60 instructions per score) where latency guesses had not.
+Per-element instruction counts found session 8's phase-2 gains (the segment scan at ~60
+instructions per score) where latency guesses had not.
 
 Spills live in the stack frame (cuobjdump's STACK; LOCAL stays 0): the frame size is what the
 driver reports as local memory per thread and Triton divides by 4 into `n_spills`.

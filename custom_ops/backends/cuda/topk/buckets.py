@@ -16,6 +16,7 @@ from .segments import _row_candidates, _segment_count, _segment_slot
 from .threshold import _bucket, _bucket_map
 from .ties import _take_ties
 
+
 @triton.jit
 def _indexer_place_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,

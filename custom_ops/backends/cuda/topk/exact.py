@@ -11,6 +11,7 @@ import triton.language as tl
 
 from .keys import _mono, _pack, _unsigned
 
+
 @triton.jit
 def _compact_exact(row_ptr, n, dst_ptr, idx_ptr, CAP, prefix, shift, k_rem,
                    PACKED: tl.constexpr, BLOCK_N: tl.constexpr):

@@ -12,6 +12,7 @@ import triton.language as tl
 from .keys import INT32_MIN, THR_N, THR_T0, _dependent_start, _mono, _mono_of, _pack
 from .threshold import _bucket, _bucket_map
 
+
 @triton.jit
 def _compact_runs(x, i, hi, written, dst_ptr, CAP, t_mono, TAIL: tl.constexpr):
     """One chunk of _compact_above: scores x at indices i [RUNS, V]; TAIL: some are past hi."""

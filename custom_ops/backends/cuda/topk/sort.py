@@ -14,6 +14,7 @@ from .keys import PAD_MONO, THR_T0, _dependent_start, _index_of, _mono_of, _scor
 from .segments import _row_candidates, _segment_count, _segment_slot
 from .ties import _take_ties
 
+
 @triton.jit
 def _indexer_merge_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,

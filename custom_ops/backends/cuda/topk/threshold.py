@@ -12,6 +12,7 @@ from ..indexer_logits import SAMPLE_EVERY, batch_rows, visible_keys
 from .keys import (INF_MONO, INT32_MAX, INT32_MIN, THR_BASE, THR_N, THR_SCALE, THR_T0,
                    _dependent_start, _mono, _score_of, _signed, _unsigned)
 
+
 @triton.jit
 def _bisection(u, need, BITS: tl.constexpr, STEP: tl.constexpr):
     """The largest v whose low 32 - BITS bits are zero and which at least `need` of the samples

@@ -10,6 +10,7 @@ import triton.language as tl
 from .keys import _mono
 from .segments import _segment_bounds
 
+
 @triton.jit
 def _fill_ties(row_ptr, n, g, G, t0, room, at, idx_dst, val_dst, VALUES: tl.constexpr,
                AS_MONO: tl.constexpr, BLOCK_N: tl.constexpr):

@@ -6,6 +6,7 @@ import triton.language as tl
 
 from .keys import _mono
 
+
 @triton.jit
 def _valid_prefix(idx_ptr, K, K_PAD: tl.constexpr):
     """Entries of a sorted top-k row before its -1 padding."""
