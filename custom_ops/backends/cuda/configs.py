@@ -93,6 +93,10 @@ class TopkConfig:
     num_warps: int  # warps of the merge kernel
     programs: int  # segment programs in all (rows × G) aimed at, so few rows still fill the GPU
     min_segment: int  # keys per segment program at least
+    # segment programs resident at once (56 registers, 4 warps: 9 per SM on 132 SMs): a grid
+    # past it runs a second wave of whole-segment programs after the first (256 rows of 64K:
+    # 5 segments per row made 1280 programs; NOTES, session 24)
+    resident_segments: int = 9 * 132
     threshold_bits: int = 20  # top bits of the threshold found by bisection
     threshold_step: int = 1  # bits decided per serial reduction: 1 or 2 (2: within noise)
     # rows sampled with room to spare (need <= half the samples, at least half the slots
@@ -245,11 +249,15 @@ def threshold_samples(cap: int, tc: TopkConfig) -> int:
 
 def segments(rows: int, cap: int, tc: TopkConfig) -> int:
     """G: segment programs per row, so that rows·G is about tc.programs
-    (rows·G <= programs + rows), then only as many as a full row's segments fill: segments are
+    (rows·G <= programs + rows) but no more than tc.resident_segments where a row has more
+    than one, then only as many as a full row's segments fill: segments are
     whole scan steps (topk.segments._segment_bounds), so at 64 rows of 64K keys 17 programs per
     row cut 16 segments of 4096 and the 17th found nothing (an empty program per row in the
     segment and place grids; cheap: removing them changed no timing, H200, session 22)."""
-    g = max(1, min(-(-tc.programs // rows), -(-cap // tc.min_segment)))
+    g = -(-tc.programs // rows)
+    if rows * g > tc.resident_segments:  # one wave of longer segments, not a second wave
+        g = tc.resident_segments // rows
+    g = max(1, min(g, -(-cap // tc.min_segment)))
     return -(-cap // segment_keys(cap, g, tc))
 
 
