@@ -113,6 +113,18 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 
 @triton.jit
+def dot_order(x):
+    """An fp8-as-fp16 dot operand [N, 128] with its K axis reordered: column 16s + 8h + 2c + e
+    takes column 32c + 4s + 2h + e. A dot is a sum over K, so keys and queries reordered alike
+    give the same products. Why: in a wgmma A operand a thread holds the K columns 2c + {0, 1,
+    8, 9} of every 16, c its lane % 4; after the reorder those are the 32 consecutive bytes
+    [32c, 32c + 32) of an fp8 key row, read from shared memory as two 16-byte loads instead of
+    sixteen 2-byte ones (session 25: 261 -> 233 instructions per tile at next_n=1)."""
+    n: tl.constexpr = x.shape[0]
+    return x.reshape([n, 4, 8, 2, 2]).permute(0, 2, 3, 1, 4).reshape([n, 128])
+
+
+@triton.jit
 def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                PAGE: tl.constexpr, FP8_AS_F16: tl.constexpr, CONTIG: tl.constexpr,
                TMA: tl.constexpr, KS_PAIRS: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -156,7 +168,7 @@ def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                     mask=jm[:, None])
         ks = tl.load(ks_ptr + page * stride_ksb + slot, mask=jm, other=0).to(tl.float32)
     if FP8_AS_F16:
-        k = k.to(tl.float16)
+        k = dot_order(k).to(tl.float16)
     return k, ks
 
 
@@ -168,7 +180,7 @@ def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.const
     q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + tl.arange(0, D)[None, :])
     a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
     if FP8_AS_F16:
-        q = q.to(tl.float16)
+        q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, a
 
 
@@ -241,7 +253,7 @@ def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.const
     qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
                   0.0)
     if FP8_AS_F16:
-        q = q.to(tl.float16)
+        q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, qa
 
 

@@ -36,8 +36,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma, warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from .indexer_logits import (_head_sums, _store_scores, batch_rows, header_ok, next_row,
-                             row_share, visible_keys, worker_share)
+from .indexer_logits import (_head_sums, _store_scores, batch_rows, dot_order, header_ok,
+                             next_row, row_share, visible_keys, worker_share)
 from .launch import launch, tma_aligned
 
 # one CTA per SM: two consumer warpgroups (each up to two 64 x 128 accumulators and the
@@ -199,7 +199,7 @@ def _query_f16(q_ptr, q_smem, first, live_tokens, NQ: gl.constexpr, H: gl.conste
     for c in gl.static_range(NQ):  # (r < H) & (d < D) only gives the mask its full shape
         v = gl.load(q_ptr + ((first + c).to(gl.int64) * H + r) * D + d,
                     mask=(r < H) & (d < D) & (c < live_tokens), other=0.0)
-        q_smem.slice(c * H, H).store(v.to(gl.float16))
+        q_smem.slice(c * H, H).store(dot_order(v.to(gl.float16)))  # as the keys it meets
     fence_async_shared()  # the generic stores before the tensor cores read them
     gl.thread_barrier()  # every warp's rows
 
@@ -208,9 +208,16 @@ def _query_f16(q_ptr, q_smem, first, live_tokens, NQ: gl.constexpr, H: gl.conste
 def _tile_f16(k_smem, ready, s, use, BLOCK_K: gl.constexpr, D: gl.constexpr,
               A_F16: gl.constexpr):
     """Stage s's fp8 key tile (once its copy, the use-th into that stage, has landed) as fp16
-    registers in the layout of a dot's A operand: e4m3 is exact in fp16."""
+    registers in the layout of a dot's A operand, its K axis in `dot_order`: e4m3 is exact in
+    fp16. ROWS is the A operand's layout seen before the reorder, so each thread reads 32
+    consecutive bytes of each of its two key rows, and the reorder moves no data."""
+    ROWS: gl.constexpr = gl.DistributedLinearLayout(
+        reg_bases=[[0, 1], [8, 0], [0, 2], [0, 4], [0, 8], [0, 16]],
+        lane_bases=[[0, 32], [0, 64], [1, 0], [2, 0], [4, 0]],
+        warp_bases=[[16, 0], [32, 0]], block_bases=[], shape=[BLOCK_K, D])
     mbarrier.wait(ready.index(s), use & 1)
-    return k_smem.index(s).reshape([BLOCK_K, D]).load(A_F16).to(gl.float16)
+    k = dot_order(k_smem.index(s).reshape([BLOCK_K, D]).load(ROWS))
+    return gl.convert_layout(k, A_F16, assert_trivial=True).to(gl.float16)
 
 
 @gluon.jit
