@@ -179,6 +179,14 @@ def main():
             args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
                                                block_size=64, seed=i)
             call(args, kwargs, workers=132)
+    # fp8 one-token calls of as many logits as LogitsConfig.gluon_two_ctas_keys: the Gluon kernel
+    # as two CTAs per worker
+    lc = configs.LOGITS[("fp8", "single")]
+    configs.LOGITS[("fp8", "single")] = dataclasses.replace(lc, gluon_two_ctas_keys=1)
+    args, kwargs = make_indexer_inputs(**CASES[0], qk_dtype=FP8, sparse_count=2048, block_size=64,
+                                       seed=0)
+    call(args, kwargs, workers=132)
+    configs.LOGITS[("fp8", "single")] = lc
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
     cuda_indexer._in_graph_or_compile = lambda: True

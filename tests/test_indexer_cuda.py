@@ -520,27 +520,33 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
                                          block_size):
     """The Gluon phase 1 (int8 and fp8 decode) writes the Triton kernel's logits: same indices
     and score bits, for both scale types, pages of one and of several tiles, both masks, BSND
-    and TND, with a cache strided along the block axis; and it did run."""
+    and TND, with a cache strided along the block axis; and it did run. fp8 one-token calls
+    also as large ones run them, at two CTAs per worker."""
     import dataclasses
     pytest.importorskip("triton.experimental.gluon")
     from custom_ops.backends.cuda import configs, indexer_logits_gluon
     runs = []
     real = indexer_logits_gluon.launch_logits
     monkeypatch.setattr(indexer_logits_gluon, "launch_logits",
-                        lambda *a, **k: runs.append(1) or real(*a, **k))
+                        lambda *a, **k: runs.append(k.get("ctas", 1)) or real(*a, **k))
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=[9000, 3000, 700, 130][:len(q_lens)],
                                        layout=layout, qk_dtype=qk_dtype, scale_dtype=scale_dtype,
                                        block_size=block_size, sparse_mode=mode, sparse_count=512,
                                        return_value=True, device="cuda", seed=5)
+    two_ctas = qk_dtype == torch.float8_e4m3fn and max(q_lens) == 1
     outs = []
-    for stages in (0, 5):
+    for stages, two in [(0, 0), (5, 0)] + ([(5, 1)] if two_ctas else []):
         for key, lc in list(configs.LOGITS.items()):
-            monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(lc, gluon_stages=stages))
+            two_here = two if key == ("fp8", "single") else 0
+            monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(
+                lc, gluon_stages=stages, gluon_two_ctas_keys=two_here))
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
     assert runs, "the Gluon kernel did not run"
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    assert not two_ctas or 2 in runs, "the Gluon kernel did not run as two CTAs per worker"
+    for out in outs[1:]:
+        assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
 
 
 @pytest.mark.parametrize("ties", [False, True], ids=["random", "ties"])

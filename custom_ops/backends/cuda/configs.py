@@ -84,6 +84,13 @@ class LogitsConfig:
     # hide the fp16 dots better than two consumer warpgroups (B64 64K 211 -> 218-234 µs, n4
     # 508 -> 558; H200, session 12)
     gluon_max_keys: int = 0
+    # > 0: fp8 one-token calls of at least this many logits run the Gluon kernel as two CTAs
+    # per worker (four consumer warpgroups per SM, no prefetched A operand, 4-stage rings; see
+    # indexer_logits_gluon), in place of the Triton kernel. Same-call A/B against the Triton
+    # kernel (H200, session 25): B64 64K 187.7 -> 182.8 µs, B64 128K 345.2 -> 334.8; B32 64K
+    # 105.3 -> 106.1, B64 16K 73.1 -> 73.3, B8 64K 40.2 -> 40.5, B64 4K 43.0 -> 44.6, B1 64K
+    # (one CTA per worker there) 20.6 -> 22.0
+    gluon_two_ctas_keys: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +190,8 @@ LOGITS = {
     # tiles' loads exposed (ncu: 31 % of stall samples on the tile wait, DRAM 47 %); 5 stages of
     # TMA copies: B64 64K 274 -> 221 µs, B8 59.5 -> 53.2 (H200, session 7)
     ("fp8", "single"): LogitsConfig(block_k=64, programs_per_worker=4, num_warps=4, num_stages=5,
-                                    tma=True, gluon_stages=5, gluon_max_keys=1 << 17),
+                                    tma=True, gluon_stages=5, gluon_max_keys=1 << 17,
+                                    gluon_two_ctas_keys=1 << 22),
     ("fp8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                      tma=True, split_dot=True, rotate_epilogue=True,
                                      gluon_stages=5, gluon_max_keys=1 << 17),

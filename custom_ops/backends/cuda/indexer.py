@@ -198,16 +198,17 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys
+    ctas = 2 if lc.gluon_two_ctas_keys and rows * width >= lc.gluon_two_ctas_keys else 1
     if (lc.gluon_stages and indexer_logits_gluon is not None and not _interpreted()
-            and few_keys and contig and _tma_ok(key)
+            and (few_keys or ctas == 2) and contig and _tma_ok(key)
             and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k,
-                                                 lc.fp8_as_f16)):
+                                             lc.fp8_as_f16, ctas)):
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
             stages=lc.gluon_stages, pdl=pdl, common=common,
-            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN)
+            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas)
     else:
         tma = lc.tma and contig and _tma_ok(key)
         keys = key

@@ -18,9 +18,12 @@ two 64 x 128 int32 accumulators of four stacked tokens.
 fp8 (e4m3, dotted as exact fp16 with fp32 accumulation like the Triton kernel, SPEC §1.4): the
 consumer converts its stacked query to fp16 in shared memory once per segment and each key tile
 to fp16 registers as the dot's A operand, the next tile's while the current dots run. On the
-H200 this beats the Triton kernel only where each SM has few key tiles (B=1 64K: 31.3 -> 25.7
-µs; B=64 64K: 211 -> 218-234 µs), so configs gives it fp8 calls of few logits only (NOTES,
-session 12).
+H200 this beats the Triton kernel where each SM has few key tiles (B=1 64K: 31.3 -> 25.7 µs;
+B=64 64K: 211 -> 218-234 µs; NOTES, session 12). Where each SM has many, one-token fp8 calls
+run it as two CTAs per worker (CTAS = 2: four consumers per SM of 104 registers, the A operand
+read after its tile's wait instead of prefetched, 4-stage rings), which hides the fp16 dots
+(half int8's rate) as the Triton kernel's four programs per SM do, with fewer instructions
+per tile (B=64 64K: 187.7 -> 182.8 µs; NOTES, session 25). configs says which calls take which.
 
 Both partitions walk the metadata's schedule exactly as the Triton kernel does (the same share
 of the same worker's units per program), so the two kernels write the same logits, bit for bit.
@@ -44,16 +47,27 @@ from .launch import launch, tma_aligned
 # epilogue) and two loader warps (scalars only), within the SM's 64K registers
 CONSUMER_REGISTERS = gl.constexpr(232)
 LOADER_REGISTERS = gl.constexpr(24)
+# two CTAs per SM (fp8, one token: one 64 x 64 accumulator, no prefetched A operand): each CTA
+# starts its 12 warps (the loader warps padded to a warpgroup) at TWO_CTAS_MAXNREG registers,
+# which setmaxnreg then moves from the loaders to the consumers; more than the CTA holds would
+# leave the consumers waiting for registers forever
+TWO_CTAS_MAXNREG = 80
+TWO_CTAS_CONSUMER_REGISTERS = gl.constexpr(104)
+TWO_CTAS_STAGES = 4  # two CTAs' rings of 5 stages would not fit an SM's shared memory
+assert 2 * TWO_CTAS_CONSUMER_REGISTERS.value + LOADER_REGISTERS.value <= 3 * TWO_CTAS_MAXNREG
+assert 2 * 3 * 128 * TWO_CTAS_MAXNREG <= 65536
 
 
 def applies(query, kscale, mode: int, nq: int, split: bool, block_k: int,
-            fp8_as_f16: bool) -> bool:
+            fp8_as_f16: bool, ctas: int = 1) -> bool:
     """Whether this kernel can run a call whose key tiles are page-contiguous and whose cache a
     TMA descriptor can describe (the caller checks both): int8 decode, or fp8 decode dotted as
     exact fp16 (one token, two, or four stacked as two halves: a dot is at most 128 columns) in
     64-key tiles, and key scales and query describable by TMA too (16-byte aligned bases and
-    strides, unit innermost strides)."""
+    strides, unit innermost strides). Two CTAs per worker: fp8, one token only."""
     dtype_ok = query.dtype == torch.int8 or (query.dtype == torch.float8_e4m3fn and fp8_as_f16)
+    if ctas not in (1, 2) or ctas == 2 and (query.dtype == torch.int8 or nq != 1):
+        return False
     return (dtype_ok and mode in (1, 2) and nq in (1, 2, 4)
             and (nq // 2 if split else nq) <= 2 and block_k == 64
             and kscale.stride(1) == 1 and tma_aligned(kscale, [kscale.stride(0)])
@@ -72,10 +86,10 @@ def _layouts(fp8: bool, d: int, scale_bits: int, q_rows: int):
 
 def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq, ask, meta, check,
                   err, logits, stride, batch, s1, rows, num_blocks, width, cmp_ratio, *, nq,
-                  split, stages, pdl, common, FORMAT_ID, BACKEND, HEADER):
-    """The kernel, one CTA per metadata worker, over descriptors of the cache [NB, PAGE, D] and
-    its scales [NB, PAGE]; the int8 query by a descriptor of [R·H, D] (one stacked block of nq
-    tokens per copy), the fp8 one by its pointer (each consumer converts its block to fp16)."""
+                  split, stages, pdl, common, FORMAT_ID, BACKEND, HEADER, ctas=1):
+    """The kernel, `ctas` CTAs per metadata worker, over descriptors of the cache [NB, PAGE, D]
+    and its scales [NB, PAGE]; the int8 query by a descriptor of [R·H, D] (one stacked block of
+    nq tokens per copy), the fp8 one by its pointer (each consumer converts its block to fp16)."""
     nb, page, _, d = key.shape
     h = query.shape[-2]
     fp8 = key.dtype != torch.int8
@@ -88,11 +102,14 @@ def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq
     else:
         q2 = query.view(-1, d)
         qd = TensorDescriptor(q2, list(q2.shape), list(q2.stride()), [nq * h, d], q_layout)
-    launch(_indexer_logits_gluon_kernel, (workers,), kd, ksd, qd, weights, qscale, block_table,
-           block_table.stride(0), asq, ask, meta, check, err, logits, stride, batch, s1, rows,
-           num_blocks, width, cmp_ratio, PAGE=page, NQ=nq, SPLIT=split, STAGES=stages, BLOCK_K=64,
-           P=2, H=h, D=d, FP8=fp8, Q_LAYOUT=q_layout, FORMAT_ID=FORMAT_ID, BACKEND=BACKEND,
-           HEADER=HEADER, PDL=pdl, num_warps=4, **common)
+    if ctas == 2:
+        common = dict(common, maxnreg=TWO_CTAS_MAXNREG)
+        stages = min(stages, TWO_CTAS_STAGES)
+    launch(_indexer_logits_gluon_kernel, (workers * ctas,), kd, ksd, qd, weights, qscale,
+           block_table, block_table.stride(0), asq, ask, meta, check, err, logits, stride, batch,
+           s1, rows, num_blocks, width, cmp_ratio, PAGE=page, NQ=nq, SPLIT=split, STAGES=stages,
+           BLOCK_K=64, CTAS=ctas, H=h, D=d, FP8=fp8, Q_LAYOUT=q_layout, FORMAT_ID=FORMAT_ID,
+           BACKEND=BACKEND, HEADER=HEADER, PDL=pdl, num_warps=4, **common)
 
 
 @gluon.jit
@@ -116,18 +133,25 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
 
 
 @gluon.jit
+def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr):
+    """Pair SUB of this CTA: its worker (CTAS consecutive CTAs share one) and share of the
+    worker's units (two per CTA), as program (program % CTAS)·2 + SUB of the Triton kernel's."""
+    pid = gl.program_id(0)
+    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * 2 + SUB, 2 * CTAS, HEADER)
+
+
+@gluon.jit
 def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr,
             k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
             ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE: gl.constexpr, CAUSAL: gl.constexpr,
             TND: gl.constexpr, HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr,
-            STAGES: gl.constexpr, P: gl.constexpr, SUB: gl.constexpr, BLOCK_K: gl.constexpr,
+            STAGES: gl.constexpr, CTAS: gl.constexpr, SUB: gl.constexpr, BLOCK_K: gl.constexpr,
             H: gl.constexpr, FP8: gl.constexpr, HEADER: gl.constexpr):
     """One warp, for consumer SUB: per segment the stacked int8 query (into q_smem, that
     consumer's; an fp8 one the consumer converts itself), per key tile the tile and its scales
     (into that consumer's ring of STAGES buffers)."""
     if ok:
-        q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(md_ptr, gl.program_id(0), SUB, P,
-                                                              HEADER)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER)
         i = 0
         c = 0  # key tiles so far: stage c % STAGES, its use (c // STAGES)
         seg = 0  # segments so far (the query buffer's uses)
@@ -225,15 +249,18 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
               ok, B, S1, T, KEYS_MAX, CMP, CAUSAL: gl.constexpr, TND: gl.constexpr,
               HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr, NQ: gl.constexpr,
-              SPLIT: gl.constexpr, STAGES: gl.constexpr, P: gl.constexpr, SUB: gl.constexpr,
+              SPLIT: gl.constexpr, STAGES: gl.constexpr, CTAS: gl.constexpr, SUB: gl.constexpr,
               BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr, FP8: gl.constexpr,
               HEADER: gl.constexpr, q_ptr, qa_smem):
     """One warpgroup, share SUB of the worker's units: per key tile the dots against the
     stacked query (as two halves with SPLIT, both issued before either epilogue) and the
     scores stored from the registers. fp8 (FP8): the tile is upcast to fp16 in registers (the
     dot's A operand; e4m3 is exact in fp16) against the query converted once per segment
-    (q_ptr), an fp32-accumulated fp16 dot as in the Triton kernel."""
+    (q_ptr), an fp32-accumulated fp16 dot as in the Triton kernel; with one CTA per worker the
+    next tile's A operand is read while the current dots run (its registers are what two CTAs
+    per worker lack)."""
     NH: gl.constexpr = NQ // 2 if SPLIT else NQ
+    PREFETCH: gl.constexpr = FP8 and CTAS == 1
     QA_SMEM: gl.constexpr = FP8 and SPLIT
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                   instr_shape=[16, NH * H, 16 if FP8 else 32])
@@ -246,8 +273,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
     TOK: gl.constexpr = gl.SliceLayout(0, SL)
     COL: gl.constexpr = gl.SliceLayout(0, mma)
     if ok:
-        q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(md_ptr, gl.program_id(0), SUB, P,
-                                                              HEADER)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER)
         i = 0
         c = 0
         seg = 0
@@ -270,13 +296,15 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                 else:
                     mbarrier.wait(q_ready, seg & 1)
                 q0 = q_smem.slice(0, NH * H).permute((1, 0))
-                if FP8:  # the first tile's A operand (each next one is read under a dot)
+                if PREFETCH:  # the first tile's A operand (each next one is read under a dot)
                     a = _tile_f16(k_smem, ready, SUB * STAGES + c % STAGES, c // STAGES,
                                   BLOCK_K, D, A_F16)
                 for t in range(j0, j1, BLOCK_K):
                     s = SUB * STAGES + c % STAGES
-                    if FP8:
+                    if PREFETCH:
                         k = a
+                    elif FP8:
+                        k = _tile_f16(k_smem, ready, s, c // STAGES, BLOCK_K, D, A_F16)
                     else:
                         mbarrier.wait(ready.index(s), (c // STAGES) & 1)
                         k = k_smem.index(s).reshape([BLOCK_K, D])
@@ -287,7 +315,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                     if FP8:
                         # the next tile's A operand, read and converted while the dots run (a
                         # warpgroup would otherwise wait on its shared-memory loads every tile)
-                        if t + BLOCK_K < j1:
+                        if PREFETCH and t + BLOCK_K < j1:
                             a = _tile_f16(k_smem, ready, SUB * STAGES + (c + 1) % STAGES,
                                           (c + 1) // STAGES, BLOCK_K, D, A_F16)
                         if SPLIT:  # k: registers the dots read until they are done
@@ -335,41 +363,41 @@ def _indexer_logits_gluon_kernel(
         B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,
         PAGE: gl.constexpr, CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
         LEADING_ZERO: gl.constexpr, NQ: gl.constexpr, SPLIT: gl.constexpr,
-        STAGES: gl.constexpr, BLOCK_K: gl.constexpr, P: gl.constexpr, H: gl.constexpr,
+        STAGES: gl.constexpr, BLOCK_K: gl.constexpr, CTAS: gl.constexpr, H: gl.constexpr,
         D: gl.constexpr, FP8: gl.constexpr, Q_LAYOUT: gl.constexpr, FORMAT_ID: gl.constexpr,
         BACKEND: gl.constexpr, HEADER: gl.constexpr, PDL: gl.constexpr):
     if PDL:  # phase 2's first kernel may launch as this one's CTAs finish (its own wait keeps it
         # from reading the logits early): as in the Triton kernel
         gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
                                   dtype=gl.int32, is_pure=False, pack=1)
-    W = gl.num_programs(0)
+    W = gl.num_programs(0) // CTAS
     ok = header_ok(md_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     ok = ok & header_ok(chk_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
     if gl.program_id(0) == 0:
         gl.store(err_ptr, gl.where(ok, 0, 1))
     # per consumer: a ring of STAGES key tiles and scales
-    k_smem = gl.allocate_shared_memory(k_desc.dtype, [P * STAGES] + k_desc.block_type.shape,
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [2 * STAGES] + k_desc.block_type.shape,
                                        k_desc.layout)
-    ks_smem = gl.allocate_shared_memory(ks_desc.dtype, [P * STAGES] + ks_desc.block_type.shape,
+    ks_smem = gl.allocate_shared_memory(ks_desc.dtype, [2 * STAGES] + ks_desc.block_type.shape,
                                         ks_desc.layout)
     # per consumer, its stacked query block (fp8: converted to fp16 by the consumer)
-    q_smem = gl.allocate_shared_memory(gl.float16 if FP8 else gl.int8, [P, NQ * H, D], Q_LAYOUT)
+    q_smem = gl.allocate_shared_memory(gl.float16 if FP8 else gl.int8, [2, NQ * H, D], Q_LAYOUT)
     if FP8 and SPLIT:  # and its two halves' head weights (fp8, four tokens)
-        qa_smem = gl.allocate_shared_memory(gl.float32, [P * NQ * H],
+        qa_smem = gl.allocate_shared_memory(gl.float32, [2 * NQ * H],
                                             gl.SwizzledSharedLayout(1, 1, 1, [0]))
         qa_0 = qa_smem.slice(0, NQ * H)
         qa_1 = qa_smem.slice(NQ * H, NQ * H)
     else:  # (unused)
         qa_0 = q_smem
         qa_1 = q_smem
-    ready = gl.allocate_shared_memory(gl.int64, [P * STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [P * STAGES, 1], mbarrier.MBarrierLayout())
-    q_ready = gl.allocate_shared_memory(gl.int64, [P, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [P, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(P * STAGES):
+    ready = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(2 * STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    for s in gl.static_range(P):
+    for s in gl.static_range(2):
         mbarrier.init(q_ready.index(s), count=1)
         mbarrier.init(q_empty.index(s), count=1)
     SUB0: gl.constexpr = 0
@@ -378,21 +406,22 @@ def _indexer_logits_gluon_kernel(
         (_consumer, (w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out, k_smem,
                      ks_smem, q_smem.index(0), ready, empty, q_ready.index(0),
                      q_empty.index(0), ok, B, S1, T, KEYS_MAX, CMP, CAUSAL, TND, HAS_ASQ,
-                     LEADING_ZERO, NQ, SPLIT, STAGES, P, SUB0,
+                     LEADING_ZERO, NQ, SPLIT, STAGES, CTAS, SUB0,
                      BLOCK_K, H, D, FP8, HEADER, q_desc, qa_0)),
         (_consumer, (w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out, k_smem,
                      ks_smem, q_smem.index(1), ready, empty, q_ready.index(1),
                      q_empty.index(1), ok, B, S1, T, KEYS_MAX, CMP, CAUSAL, TND, HAS_ASQ,
-                     LEADING_ZERO, NQ, SPLIT, STAGES, P, SUB1,
+                     LEADING_ZERO, NQ, SPLIT, STAGES, CTAS, SUB1,
                      BLOCK_K, H, D, FP8, HEADER, q_desc, qa_1)),
         (_loader, (k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr, k_smem,
                    ks_smem, q_smem.index(0), ready, empty, q_ready.index(0), q_empty.index(0),
                    ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE, CAUSAL, TND, HAS_ASQ,
-                   LEADING_ZERO, STAGES, P, SUB0,
+                   LEADING_ZERO, STAGES, CTAS, SUB0,
                    BLOCK_K, H, FP8, HEADER)),
         (_loader, (k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr, k_smem,
                    ks_smem, q_smem.index(1), ready, empty, q_ready.index(1), q_empty.index(1),
                    ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE, CAUSAL, TND, HAS_ASQ,
-                   LEADING_ZERO, STAGES, P, SUB1,
+                   LEADING_ZERO, STAGES, CTAS, SUB1,
                    BLOCK_K, H, FP8, HEADER)),
-    ], [4, 1, 1], [CONSUMER_REGISTERS, LOADER_REGISTERS, LOADER_REGISTERS])
+    ], [4, 1, 1], [CONSUMER_REGISTERS if CTAS == 1 else TWO_CTAS_CONSUMER_REGISTERS,
+                   LOADER_REGISTERS, LOADER_REGISTERS])
