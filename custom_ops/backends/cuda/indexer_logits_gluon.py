@@ -46,6 +46,7 @@ from .launch import launch, tma_aligned
 # one CTA per SM: two consumer warpgroups (each up to two 64 x 128 accumulators and the
 # epilogue) and two loader warps (scalars only), within the SM's 64K registers
 CONSUMER_REGISTERS = gl.constexpr(232)
+PAIRS = gl.constexpr(2)  # consumer/loader pairs per CTA (the warp_specialize list below)
 LOADER_REGISTERS = gl.constexpr(24)
 # two CTAs per SM (fp8, one token: one 64 x 64 accumulator, no prefetched A operand): each CTA
 # starts its 12 warps (the loader warps padded to a warpgroup) at TWO_CTAS_MAXNREG registers,
@@ -135,9 +136,10 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
 @gluon.jit
 def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr):
     """Pair SUB of this CTA: its worker (CTAS consecutive CTAs share one) and share of the
-    worker's units (two per CTA), as program (program % CTAS)·2 + SUB of the Triton kernel's."""
+    worker's units (PAIRS per CTA), as program (program % CTAS)·PAIRS + SUB of the Triton
+    kernel's."""
     pid = gl.program_id(0)
-    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * 2 + SUB, 2 * CTAS, HEADER)
+    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * PAIRS + SUB, PAIRS * CTAS, HEADER)
 
 
 @gluon.jit
@@ -376,28 +378,28 @@ def _indexer_logits_gluon_kernel(
     if gl.program_id(0) == 0:
         gl.store(err_ptr, gl.where(ok, 0, 1))
     # per consumer: a ring of STAGES key tiles and scales
-    k_smem = gl.allocate_shared_memory(k_desc.dtype, [2 * STAGES] + k_desc.block_type.shape,
+    k_smem = gl.allocate_shared_memory(k_desc.dtype, [PAIRS * STAGES] + k_desc.block_type.shape,
                                        k_desc.layout)
-    ks_smem = gl.allocate_shared_memory(ks_desc.dtype, [2 * STAGES] + ks_desc.block_type.shape,
+    ks_smem = gl.allocate_shared_memory(ks_desc.dtype, [PAIRS * STAGES] + ks_desc.block_type.shape,
                                         ks_desc.layout)
     # per consumer, its stacked query block (fp8: converted to fp16 by the consumer)
-    q_smem = gl.allocate_shared_memory(gl.float16 if FP8 else gl.int8, [2, NQ * H, D], Q_LAYOUT)
+    q_smem = gl.allocate_shared_memory(gl.float16 if FP8 else gl.int8, [PAIRS, NQ * H, D], Q_LAYOUT)
     if FP8 and SPLIT:  # and its two halves' head weights (fp8, four tokens)
-        qa_smem = gl.allocate_shared_memory(gl.float32, [2 * NQ * H],
+        qa_smem = gl.allocate_shared_memory(gl.float32, [PAIRS * NQ * H],
                                             gl.SwizzledSharedLayout(1, 1, 1, [0]))
         qa_0 = qa_smem.slice(0, NQ * H)
         qa_1 = qa_smem.slice(NQ * H, NQ * H)
     else:  # (unused)
         qa_0 = q_smem
         qa_1 = q_smem
-    ready = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
-    q_ready = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    q_empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(2 * STAGES):
+    ready = gl.allocate_shared_memory(gl.int64, [PAIRS * STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [PAIRS * STAGES, 1], mbarrier.MBarrierLayout())
+    q_ready = gl.allocate_shared_memory(gl.int64, [PAIRS, 1], mbarrier.MBarrierLayout())
+    q_empty = gl.allocate_shared_memory(gl.int64, [PAIRS, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(PAIRS * STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    for s in gl.static_range(2):
+    for s in gl.static_range(PAIRS):
         mbarrier.init(q_ready.index(s), count=1)
         mbarrier.init(q_empty.index(s), count=1)
     SUB0: gl.constexpr = 0
