@@ -283,17 +283,14 @@ def bench_key_windows(bw, only="", orders=False):
     case captured with a table of `table` keys (its logits would pass
     configs.GRAPH_LOGITS_BYTES, so the keys are scored in windows; the first holds all the
     lengths, the others are empty) against the same call over a table of the context's width.
-    `orders`: also each with the top-k ordered each way (buckets, bitonic, sort) whatever the
-    rows."""
+    `orders`: also each with the top-k ordered by buckets and by the sort whatever the rows."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     base = configs.TOPK
     variants = [("", base)]
     if orders:
         variants += [(" buckets", dataclasses.replace(base, bucket_max_rows=1 << 20)),
-                     (" bitonic", dataclasses.replace(base, bucket_max_rows=0,
-                                                      bitonic_max_rows=1 << 20)),
-                     (" sort", dataclasses.replace(base, bucket_max_rows=0, bitonic_max_rows=0))]
+                     (" sort", dataclasses.replace(base, bucket_max_rows=0))]
     # (batch, context, next_n, table keys): the bar cases at 4M / 1M-key tables, and a
     # DeepSeek-V3.2-like decode step (max_model_len 160K, 256 sequences, one MTP token)
     for batch, ctx, n, table in ((64, 65536, 1, 1 << 22), (64, 65536, 4, 1 << 20),
@@ -360,14 +357,11 @@ def sweep(bw, only=""):
     logits = {(64, 1): [triton_kernel], (64, 4): [triton_kernel], (1, 1): [triton_kernel],
               (8, 1): [triton_kernel], (1, 4096): [dict(rotate_epilogue=False)],
               (64, 2): [triton_kernel]}
-    sort, buckets = dict(bucket_max_rows=0, bitonic_max_rows=0), dict(bucket_max_rows=1 << 20)
-    bitonic = dict(bucket_max_rows=0, bitonic_max_rows=1 << 20)
+    sort, buckets = dict(bucket_max_rows=0), dict(bucket_max_rows=1 << 20)
     # (earlier sweeps of phase 2 — launches fused behind row barriers, threshold warps and
     # steps, scan steps, segment programs: NOTES.md): the other ordering as the baseline;
-    # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 (256
-    # rows) the bitonic kernel, the 4096-token prefill the sort
-    topk = {(1, 1): [sort], (8, 1): [sort], (64, 1): [sort, bitonic], (64, 4): [buckets, sort],
-            (1, 4096): [bitonic]}
+    # keyed by (batch, next_n): B64 n1 has 64 rows and takes the buckets by default, n4 the sort
+    topk = {(1, 1): [sort], (8, 1): [sort], (64, 1): [sort], (64, 4): [buckets]}
     base = dict(configs.LOGITS)
     base_topk = configs.TOPK
     cases = [(64, 65536, 1, "BSND"), (64, 65536, 4, "BSND"), (1, 65536, 1, "BSND"),

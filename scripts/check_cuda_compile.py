@@ -59,7 +59,7 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[1] * 40, k_lens=[4000] * 40), dict(q_lens=[2] * 20, k_lens=[7000] * 20),
          dict(q_lens=[4] * 10, k_lens=[4000] * 10)]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
-           "_indexer_merge_kernel", "_indexer_unpack_kernel", "_indexer_bitonic_kernel",
+           "_indexer_merge_kernel", "_indexer_unpack_kernel",
            "_indexer_place_kernel", "_indexer_rank_kernel", "_indexer_window_merge_kernel")
 
 
@@ -160,7 +160,7 @@ def main():
                     help="also a digest of each variant's SASS (compare before/after a refactor)")
     ap.add_argument("--dump", default="", metavar="KERNEL",
                     help="also print the whole SASS of every variant of KERNEL (address, text)")
-    add_topk_options(ap, "threshold_step", "block_n", "samples", "bucket_max_rows")
+    add_topk_options(ap, "threshold_step", "block_n", "samples")
     opts = ap.parse_args()
     tc = dataclasses.replace(configs.TOPK, pdl=opts.pdl or configs.TOPK.pdl)
     configs.TOPK = with_topk_options(tc, opts)

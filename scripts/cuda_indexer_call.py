@@ -10,8 +10,7 @@ from custom_ops.backends.cuda import indexer as cuda_indexer
 # TopkConfig fields the offline checks take as `--name N`, with their help
 TOPK_OPTIONS = {
     "buckets": "buckets of the bucket ordering",
-    "bucket_max_rows": "rows up to which top-k is ordered by buckets",
-    "bitonic_max_rows": "rows up to which top-k is ordered by the bitonic kernel (else torch.sort)",
+    "bucket_max_rows": "rows up to which top-k is ordered by buckets (else torch.sort)",
     "min_segment": "keys per phase-2 segment at least",
     "block_n": "elements per phase-2 scan step",
     "threshold_step": "threshold bits per bisection step (1, 2)",

@@ -13,10 +13,6 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(),
 op = torch.ops.custom.npu_vllm_quant_lightning_indexer
 meta_op = torch.ops.custom.npu_vllm_quant_lightning_indexer_metadata
 DTYPES = {"int8": (torch.int8, torch.float16), "fp8": (torch.float8_e4m3fn, torch.float32)}
-# the three orderings of phase 2's candidates, forced whatever the row count (TopkConfig)
-ORDERS = {"buckets": dict(bucket_max_rows=10_000),
-          "bitonic": dict(bucket_max_rows=0, bitonic_max_rows=10_000),
-          "sort": dict(bucket_max_rows=0, bitonic_max_rows=0)}
 
 
 def poison():
@@ -379,37 +375,36 @@ def test_all_equal_scores_take_the_exact_path():
     assert_indexer_close(idx, val, args, kwargs, exact=True, rtol=0)
 
 
-def _orders_agree(monkeypatch, args, kwargs):
-    """The call with its top-k ordered by buckets, by the bitonic kernel and by the sort: each
-    equals the golden, and the three are equal bit for bit."""
+def _both_orders_agree(monkeypatch, args, kwargs):
+    """The call with its top-k ordered by buckets, then by the sort: each equals the golden,
+    and the two are equal bit for bit."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     outs = []
-    for order in ORDERS.values():
-        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, **order))
+    for rows in (10_000, 0):
+        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK,
+                                                                 bucket_max_rows=rows))
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
-    for out in outs[1:]:
-        assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
 @pytest.mark.parametrize("k", [1, 300, 2047])
 def test_topk_orders_agree_at_the_edges_of_k(monkeypatch, k):
     """Rows of exactly k and k + 1 keys (every key taken; one more than k: the threshold path),
     a row well above k and an empty row, with k = 1, not a power of two, and just below 2048:
-    every order gives the golden's result, bit for bit."""
+    the bucket order and the sort give the golden's result, bit for bit."""
     args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1, 1], k_lens=[k, k + 1, 8 * k + 100, 0],
                                        sparse_count=k, return_value=True, device="cuda", seed=k)
-    _orders_agree(monkeypatch, args, kwargs)
+    _both_orders_agree(monkeypatch, args, kwargs)
 
 
 @pytest.mark.parametrize("k", [512, 2048])
 def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
     """A threshold far too low (aimed at three times CAP candidates): the bucket order places
     only the groups that start before k, so it needs no exact fallback, and it gives the
-    golden's result, bit for bit the bitonic and sort orders' (which take the exact
-    fallback)."""
+    golden's result, bit for bit the sort order's (which takes the exact fallback)."""
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda import indexer as cuda_indexer
     from custom_ops.backends.cuda.topk import _indexer_place_kernel
@@ -424,7 +419,7 @@ def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
     monkeypatch.setattr(cuda_indexer, "launch", spy)
     args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1], k_lens=[60000, 20000, 9000],
                                        sparse_count=k, return_value=True, device="cuda", seed=k)
-    _orders_agree(monkeypatch, args, kwargs)
+    _both_orders_agree(monkeypatch, args, kwargs)
     # the exact fallback puts its k keys in one group; the placed top group is a few keys
     assert ((groups[0][:, 0] >> 16) < k).all(), (groups[0][:, 0] >> 16).tolist()
 
@@ -442,8 +437,8 @@ def test_long_rows_match_the_golden():
 @pytest.mark.parametrize("block_k", [64, 128])
 @pytest.mark.parametrize("q_lens", [[1, 1, 1, 1], [2, 1, 2], [4, 3, 4], [7, 2]], ids=str)
 def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
-    """Every way the kernels can run a call matches the golden, and the three top-k orderings
-    (buckets, bitonic, torch.sort) give the same bits: key tiles gathered per row
+    """Every way the kernels can run a call matches the golden, and the two top-k orderings
+    (buckets, torch.sort) give the same bits: key tiles gathered per row
     (block 16) or per page (block 128, a multiple of block_k), decode tokens stacked into one
     dot (next_n <= 4) or looped (7)."""
     import dataclasses
@@ -456,7 +451,7 @@ def test_kernel_paths_agree(monkeypatch, block_size, block_k, q_lens):
             scale_dtype=sc, block_size=block_size, sparse_count=1024, return_value=True,
             device="cuda", seed=len(q_lens))
         outs = []
-        for order in ORDERS.values():
+        for order in (dict(bucket_max_rows=10_000), dict(bucket_max_rows=0)):
             monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, **order))
             poison()
             outs.append(op(*args, **kwargs))
@@ -561,8 +556,7 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     warps of the threshold kernel, programmatic dependent launches (of all of phase 2, or of
     its kernels after the threshold), the ordering: buckets
     (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback; a rank grid of
-    only k slots, whose programs then loop over the slots past it), the bitonic kernel or
-    torch.sort)
+    only k slots, whose programs then loop over the slots past it) or torch.sort)
     change how the candidates are found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
@@ -570,11 +564,9 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     args, kwargs = make_indexer_inputs(q_lens=q_lens, k_lens=k_lens, sparse_count=2048,
                                        return_value=True, device="cuda", seed=9, ties=ties)
     outs = []
-    sort = ORDERS["sort"]
-    bitonic = ORDERS["bitonic"]
+    sort = dict(bucket_max_rows=0)
     for bits, step, pdl, order in (
-            (20, 1, False, bitonic), (1, 1, False, bitonic), (20, 1, True, bitonic),
-            (20, 1, False, dict(bitonic, bitonic_warps=4)), (32, 1, False, sort), (20, 1, False, sort), (24, 1, False, sort), (20, 2, False, sort),
+            (32, 1, False, sort), (20, 1, False, sort), (24, 1, False, sort), (20, 2, False, sort),
             (32, 2, False, sort), (20, 1, True, sort), (20, 1, False, {}), (20, 1, True, {}),
             (20, 1, True, dict(buckets=16, bucket_block=64, bucket_block_j=16)),
             (32, 2, False, dict(buckets=2, bucket_block=128, bucket_block_j=8)),
@@ -662,9 +654,8 @@ def test_threshold_near_zero_scores(warps, shift):
     assert ((c >= k) & (c <= cap)).all(), c.tolist()
 
 
-@pytest.mark.parametrize("order", list(ORDERS))
 @pytest.mark.parametrize("distinct", [64, 1, "zeros"])
-def test_rows_of_tied_scores(monkeypatch, distinct, order):
+def test_rows_of_tied_scores(monkeypatch, distinct):
     """64K keys made of `distinct` different vectors, or with 97 % of them zero (their scores
     exactly 0: the ReLU of every head's dot): thousands of keys tie, and the result is the
     golden's, ties to the smaller index. With 64 values the sampled threshold keeps at least k
@@ -672,12 +663,10 @@ def test_rows_of_tied_scores(monkeypatch, distinct, order):
     the k-th, and such rows took the exact fallback). With one value, or zeros, the k-th score
     is a tie group far larger than the candidate slots: the segments keep only the keys above
     t0 (none, or a few hundred) and the first keys at t0 by index fill the rest, without the
-    exact fallback. Each of the three orderings."""
-    import dataclasses
+    exact fallback."""
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda import indexer as cuda_indexer
     from custom_ops.backends.cuda.topk import _indexer_segments_kernel
-    monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, **ORDERS[order]))
     segments = []
     real = cuda_indexer.launch
 

@@ -136,11 +136,6 @@ class TopkConfig:
     # B64 16K next_n=2 99.4 against 102-106, 64K 249-250 against 250-255, B32 64K next_n=4
     # 227 against 227-233; H200, session 21)
     bucket_max_rows: int = 128
-    # ... and past it, up to this many rows by one program per row (topk.bitonic: the
-    # candidates' bitonic top-k in registers; merge, sort and unpack in one launch), beyond it
-    # by merge, torch.sort and unpack
-    bitonic_max_rows: int = 1024
-    bitonic_warps: int = 8
     buckets: int = 1024  # NB, a power of two
     bucket_block: int = 32  # candidates per program of the bucket rank kernel (one per thread)
     # group members each slot compares per step there: B64 64K rank 5.2 µs at 16, 6.9 at 8,

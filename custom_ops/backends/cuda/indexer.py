@@ -43,9 +43,9 @@ except ImportError:
 from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
-from .topk import (_indexer_bitonic_kernel, _indexer_merge_kernel, _indexer_place_kernel,
-                   _indexer_rank_kernel, _indexer_segments_kernel, _indexer_threshold_kernel,
-                   _indexer_unpack_kernel, _indexer_window_merge_kernel)
+from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_rank_kernel,
+                   _indexer_segments_kernel, _indexer_threshold_kernel, _indexer_unpack_kernel,
+                   _indexer_window_merge_kernel)
 
 # Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
 # already checked (key: what it was checked against); _longest: the longest key length (key:
@@ -276,12 +276,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         return
     mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)
-    if rows <= tc.bitonic_max_rows:
-        launch(_indexer_bitonic_kernel, (rows,),
-            logits, stride, thr, seg, counts, mono, cand_idx, idx_out, values, g, k,
-            RETURN_VALUE=p.return_value, K_PAD=k_pad, BLOCK_N=tc.block_n,
-            G_PAD=triton.next_power_of_2(g), num_warps=tc.bitonic_warps, **dep)
-        return
     total = empty(rows, dtype=torch.int32, device=dev)
     launch(_indexer_merge_kernel, (rows, g),
         logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
