@@ -107,7 +107,8 @@ def resources(kernel) -> dict:
 def variant(fn, kwargs) -> str:
     keep = ("MODE", "NQ", "FP8_AS_F16", "CONTIG", "TMA", "KS_PAIRS", "SPLIT", "ROTATE",
             "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB", "STEP", "WARPS",
-            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "launch_pdl", "num_warps", "maxnreg")
+            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "STEAL", "launch_pdl", "num_warps",
+            "maxnreg")
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 
@@ -187,6 +188,13 @@ def main():
                                        seed=0)
     call(args, kwargs, workers=132)
     configs.LOGITS[("fp8", "single")] = lc
+    # int8 one-token calls of as many logits as LogitsConfig.gluon_steal_keys: the Gluon kernel
+    # with work sharing
+    lc = configs.LOGITS[("int8", "single")]
+    configs.LOGITS[("int8", "single")] = dataclasses.replace(lc, gluon_steal_keys=1)
+    args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
+    call(args, kwargs, workers=132)
+    configs.LOGITS[("int8", "single")] = lc
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
     cuda_indexer._in_graph_or_compile = lambda: True

@@ -521,7 +521,8 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
     """The Gluon phase 1 (int8 and fp8 decode) writes the Triton kernel's logits: same indices
     and score bits, for both scale types, pages of one and of several tiles, both masks, BSND
     and TND, with a cache strided along the block axis; and it did run. fp8 one-token calls
-    also as large ones run them, at two CTAs per worker."""
+    also as large ones run them, at two CTAs per worker; one-token calls with and without work
+    sharing."""
     import dataclasses
     pytest.importorskip("triton.experimental.gluon")
     from custom_ops.backends.cuda import configs, indexer_logits_gluon
@@ -535,16 +536,49 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
                                        return_value=True, device="cuda", seed=5)
     two_ctas = qk_dtype == torch.float8_e4m3fn and max(q_lens) == 1
     outs = []
-    for stages, two in [(0, 0), (5, 0)] + ([(5, 1)] if two_ctas else []):
+    for stages, two, steal in [(0, 0, 0), (5, 0, 0), (5, 0, 1)] + (
+            [(5, 1, 0), (5, 1, 1)] if two_ctas else []):
         for key, lc in list(configs.LOGITS.items()):
             two_here = two if key == ("fp8", "single") else 0
             monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(
-                lc, gluon_stages=stages, gluon_two_ctas_keys=two_here))
+                lc, gluon_stages=stages, gluon_two_ctas_keys=two_here, gluon_steal_keys=steal))
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
     assert runs, "the Gluon kernel did not run"
     assert not two_ctas or 2 in runs, "the Gluon kernel did not run as two CTAs per worker"
+    for out in outs[1:]:
+        assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
+
+
+@pytest.mark.parametrize("qk_dtype", [torch.int8, torch.float8_e4m3fn], ids=["int8", "fp8"])
+def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype):
+    """One-token calls of several units per pair, rows of uneven length: pairs done with their
+    share take units of others' (each taken unit may be scored twice, to the same bits). Ten
+    calls with work sharing equal the call without it and the Triton kernel's, bit for bit."""
+    import dataclasses
+    pytest.importorskip("triton.experimental.gluon")
+    from custom_ops.backends.cuda import configs, indexer_logits_gluon
+    steals = []
+    real = indexer_logits_gluon.launch_logits
+    monkeypatch.setattr(indexer_logits_gluon, "launch_logits",
+                        lambda *a, **k: steals.append(k.get("steal") is not None) or real(*a, **k))
+    k_lens = [65536, 40000, 65536, 3000, 65536, 20000, 100, 65536, 50000, 0, 65536, 9000]
+    args, kwargs = make_indexer_inputs(q_lens=[1] * len(k_lens), k_lens=k_lens, qk_dtype=qk_dtype,
+                                       sparse_count=2048, return_value=True, device="cuda", seed=3)
+    fp8 = qk_dtype == torch.float8_e4m3fn
+    key = ("fp8" if fp8 else "int8", "single")
+    outs = []
+    for stages, steal, calls in [(0, 0, 1), (5, 0, 1), (5, 1, 10)]:
+        # (fp8 shares work at two CTAs per worker only)
+        monkeypatch.setitem(configs.LOGITS, key, dataclasses.replace(
+            configs.LOGITS[key], gluon_stages=stages, gluon_steal_keys=steal,
+            gluon_two_ctas_keys=1 if fp8 else 0))
+        for _ in range(calls):
+            poison()
+            outs.append(op(*args, **kwargs))
+    assert_indexer_close(*outs[0], args, kwargs)
+    assert steals[-1], "the Gluon kernel did not run with work sharing"
     for out in outs[1:]:
         assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
 

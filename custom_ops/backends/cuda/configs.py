@@ -91,6 +91,14 @@ class LogitsConfig:
     # 105.3 -> 106.1, B64 16K 73.1 -> 73.3, B8 64K 40.2 -> 40.5, B64 4K 43.0 -> 44.6, B1 64K
     # (one CTA per worker there) 20.6 -> 22.0
     gluon_two_ctas_keys: int = 0
+    # > 0: one-token calls of at least this many logits on the Gluon kernel without a
+    # prefetched A operand (int8; fp8 at two CTAs per worker) share work: pairs done with their
+    # share take units from the back of others' (indexer_logits_gluon), so the pass does not
+    # wait for its slowest SMs. Same-call A/B against the static split (H200, session 26): B64
+    # 64K 177.8 -> 175.2 µs, B64 128K 324.8 -> 321.6, B32 64K 100.7 -> 100.1, B64 32K 106.9 ->
+    # 106.0; smaller calls lost 0.6-2.4 µs (B64 16K, B64 4K, B8 64K, B1 64K), fp8 at two CTAs
+    # 4.5 µs (its consumer spills 32 bytes at 104 registers)
+    gluon_steal_keys: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +184,7 @@ LOGITS = {
     # 64 registers: 8 programs per SM, one wave (the sample's stores took it to 72 uncapped;
     # with rotate_epilogue, never used here, the cap spills)
     ("int8", "single"): LogitsConfig(block_k=64, programs_per_worker=8, num_warps=4, num_stages=3,
-                                     max_registers=64, gluon_stages=5),
+                                     max_registers=64, gluon_stages=5, gluon_steal_keys=1 << 21),
     # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
     # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
     # session 8)

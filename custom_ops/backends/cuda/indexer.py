@@ -203,12 +203,18 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             and (few_keys or ctas == 2) and contig and _tma_ok(key)
             and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k,
                                              lc.fp8_as_f16, ctas)):
+        steal = None
+        if (lc.gluon_steal_keys and rows * width >= lc.gluon_steal_keys and nq == 1
+                and (is_int8 or ctas == 2)):  # the pairs' (E, P) words
+            steal = empty((2 * workers * ctas * indexer_logits_gluon.PAIRS.value,),
+                          dtype=torch.int32, device=dev)
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
             stages=lc.gluon_stages, pdl=pdl, common=common,
-            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas)
+            FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas,
+            steal=steal)
     else:
         tma = lc.tma and contig and _tma_ok(key)
         keys = key
