@@ -123,12 +123,10 @@ def launch_logits(workers, query, weights, qscale, key, kscale, block_table, asq
 
 
 @gluon.jit
-def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
-         CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
-         LEADING_ZERO: gl.constexpr):
-    """Unit row (b, qb) from key block kb on, at position i of the worker's range: its first
-    output row, query tokens [s_lo, s_hi) of s1, key length s2, the keys [j0, j1) of it in the
-    share [lo, hi) (j1 == j0: none), and its units (how far i moves on)."""
+def _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND: gl.constexpr,
+                HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr):
+    """Unit row (b, qb): its first output row, s1 query tokens against s2 keys, and its
+    tokens [s_lo, s_hi)."""
     row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
     s2 = gl.load(ask_ptr + b)
     s_lo = 0
@@ -136,6 +134,18 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
     if q_block > 0:
         s_lo = qb * q_block
         s_hi = gl.minimum(s_lo + q_block, s1)
+    return row0, s1, s2, s_lo, s_hi
+
+
+@gluon.jit
+def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
+         CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
+         LEADING_ZERO: gl.constexpr):
+    """Unit row (b, qb) from key block kb on, at position i of the worker's range: its first
+    output row, query tokens [s_lo, s_hi) of s1, key length s2, the keys [j0, j1) of it in the
+    share [lo, hi) (j1 == j0: none), and its units (how far i moves on)."""
+    row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND,
+                                           HAS_ASQ, LEADING_ZERO)
     keys, run, a, e = row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP, CAUSAL)
     j0 = (kb + a - i) * k_block
     j1 = gl.where(a < e, gl.minimum((kb + e - i) * k_block, keys), j0)
@@ -383,15 +393,10 @@ assert K_BLOCK % (STEAL_PARTS.value * 64) == 0, "a part of a unit is whole 64-ke
 def _unit_row(asq_ptr, ask_ptr, b, qb, kb, q_block, k_block, S1, T, KEYS_MAX, CMP,
               CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
               LEADING_ZERO: gl.constexpr):
-    """Unit row (b, qb) from key block kb on: its first output row, tokens [s_lo, s_hi),
-    keys and units."""
-    row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
-    s2 = gl.load(ask_ptr + b)
-    s_lo = 0
-    s_hi = s1
-    if q_block > 0:
-        s_lo = qb * q_block
-        s_hi = gl.minimum(s_lo + q_block, s1)
+    """Unit row (b, qb) from key block kb on: its first output row, first token, keys and
+    units."""
+    row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND,
+                                           HAS_ASQ, LEADING_ZERO)
     keys, run, _, _ = row_share(s1, s2, s_lo, s_hi, kb, 0, 0, 0, k_block, KEYS_MAX, CMP, CAUSAL)
     return row0, s_lo, keys, run
 
@@ -602,13 +607,8 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                 j0 = _field(d, 2)
                 j1 = _field(d, 3)
                 if (b != cur_b) | (qb != cur_qb):
-                    row0, s1 = batch_rows(asq_ptr, b, S1, T, HAS_ASQ, TND, LEADING_ZERO)
-                    s2 = gl.load(ask_ptr + b)
-                    s_lo = 0
-                    s_hi = s1
-                    if q_block > 0:
-                        s_lo = qb * q_block
-                        s_hi = gl.minimum(s_lo + q_block, s1)
+                    row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1,
+                                                           T, TND, HAS_ASQ, LEADING_ZERO)
                     rows0, vis0, qa0 = _half_tokens(w_ptr, qs_ptr, row0, s_lo, s_hi, s1, s2,
                                                     KEYS_MAX, CMP, CAUSAL, 1, H, TOK, COL)
                     if FP8:
