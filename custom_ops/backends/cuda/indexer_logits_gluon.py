@@ -373,18 +373,19 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
             b, qb = next_row(b, qb, QB)
 
 
-# Work sharing (STEAL; one token per sequence, no prefetched A operand): each pair publishes
-# the end of the units it will still take (E, lowered by others' claims) and how far it has
-# started (P). The owner never waits on a claim: before each unit it reads E (one unit ahead)
-# and stops there; a pair done with its share takes units from the back of another pair's by
-# one atomic decrement of E and keeps each taken unit that the owner's P has not reached. A
-# unit that both start is scored twice, to the same bits; none is missed (the owner starts a
-# unit only below an E it read, a taker skips only units below the owner's P).
-# the units of the sharing: metadata units (K_BLOCK keys) cut in this many parts. Same-call A/B
-# (H200, session 26), B64 64K / 128K int8 µs against no sharing 177.8 / 324.8: 1 part 176.0 /
-# 321.8, 2 parts 175.2 / 321.6, 4 parts 177.5 / 326.2 (the per-part bookkeeping)
+# Work sharing (STEAL; one token per sequence, no prefetched A operand). The share is taken in
+# parts (STEAL_PARTS per metadata unit); each pair publishes the end of the parts it will still
+# take (E, lowered by others' claims) and how far it has started (P). The owner never waits on a
+# claim: before each part it reads E (one part ahead) and stops there; a pair done with its
+# share takes parts from the back of another pair's by one atomic decrement of E and keeps each
+# taken part that the owner's P has not reached. A part that both start is scored twice, to the
+# same bits; none is missed (the owner starts a part only below an E it read, a taker skips
+# only parts below the owner's P).
+# Parts per unit: same-call A/B (H200, session 26), B64 64K / 128K int8 µs against no sharing
+# 177.8 / 324.8: 1 part 176.0 / 321.8, 2 parts 175.2 / 321.6, 4 parts 177.5 / 326.2 (the
+# per-part bookkeeping)
 STEAL_PARTS = gl.constexpr(2)
-STEAL_MIN_LEFT = gl.constexpr(2)  # such units a pair must have left for another to take one
+STEAL_MIN_LEFT = gl.constexpr(2)  # parts a pair must have left for another to take one
 STEAL_STRIDE = gl.constexpr(8)  # lane l of a taker looks at pair (own + 1 + 8·l) % pairs
 assert K_BLOCK % (STEAL_PARTS.value * 64) == 0, "a part of a unit is whole 64-key tiles"
 
@@ -431,13 +432,13 @@ def _unit_at(md_ptr, asq_ptr, ask_ptr, v, u, B, S1, T, KEYS_MAX, CMP, CAUSAL: gl
 
 
 @gluon.jit
-def _issue_unit(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, k_smem, ks_smem, q_smem, ready,
+def _issue_part(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, k_smem, ks_smem, q_smem, ready,
                 empty, q_ready, q_empty, desc, b, qb, q_row, j0, j1, new_row, c, seg,
                 NUM_BLOCKS, PAGE: gl.constexpr, STAGES: gl.constexpr, SUB: gl.constexpr,
                 BLOCK_K: gl.constexpr, H: gl.constexpr, FP8: gl.constexpr):
-    """The key tiles [j0, j1) of unit row (b, qb), the first one's stage carrying the unit's
-    descriptor (b, qb, j0, j1); a new row's int8 query (from row q_row) copied after that tile
-    (the consumer frees the last one when it reads the descriptor)."""
+    """A part: the key tiles [j0, j1) of unit row (b, qb), the first one's stage carrying the
+    part's descriptor (b, qb, j0, j1); a new row's int8 query (from row q_row) copied after that
+    tile (the consumer frees the last one when it reads the descriptor)."""
     DL: gl.constexpr = gl.BlockedLayout([4], [32], [1], [0])
     f = gl.arange(0, 4, layout=DL)
     d = gl.where(f == 0, b, gl.where(f == 1, qb, gl.where(f == 2, j0, j1)))
@@ -471,7 +472,7 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
                   LEADING_ZERO: gl.constexpr, STAGES: gl.constexpr, CTAS: gl.constexpr,
                   SUB: gl.constexpr, BLOCK_K: gl.constexpr, H: gl.constexpr,
                   FP8: gl.constexpr, HEADER: gl.constexpr):
-    """One warp, for consumer SUB: its share unit by unit up to the E it reads, then units
+    """One warp, for consumer SUB: its share part by part up to the E it reads, then parts
     taken from the pairs with the most left, then a stop descriptor (b = -1)."""
     if ok:
         me = gl.program_id(0) * PAIRS + SUB
@@ -508,7 +509,7 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
                 j1 = gl.minimum(j0 + part_keys, keys)
                 if j0 < j1:
                     new_row = (b != cur_b) | (qb != cur_qb)
-                    c, seg = _issue_unit(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, k_smem,
+                    c, seg = _issue_part(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, k_smem,
                                          ks_smem, q_smem, ready, empty, q_ready, q_empty, desc,
                                          b, qb, row0 + s_lo, j0, j1, new_row, c, seg,
                                          NUM_BLOCKS, PAGE, STAGES, SUB, BLOCK_K, H, FP8)
@@ -516,7 +517,7 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
                     cur_qb = qb
                 end = end_next
                 su += 1
-        # units of other pairs, while some pair has STEAL_MIN_LEFT or more left
+        # parts of other pairs, while some pair has STEAL_MIN_LEFT or more left
         LL: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
         lanes = gl.arange(0, 32, layout=LL)
         vs = (me + 1 + STEAL_STRIDE * lanes) % NP
@@ -545,7 +546,7 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
                                                            CMP, CAUSAL, TND, HAS_ASQ,
                                                            LEADING_ZERO)
                             q_row = trow0 + ts_lo
-                        c, seg = _issue_unit(k_desc, ks_desc, q_desc, bt_ptr, stride_bt,
+                        c, seg = _issue_part(k_desc, ks_desc, q_desc, bt_ptr, stride_bt,
                                              k_smem, ks_smem, q_smem, ready, empty, q_ready,
                                              q_empty, desc, tb, tqb, q_row, j0, j1, new_row,
                                              c, seg, NUM_BLOCKS, PAGE, STAGES, SUB, BLOCK_K,
@@ -573,7 +574,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                     LEADING_ZERO: gl.constexpr, STAGES: gl.constexpr, SUB: gl.constexpr,
                     BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr,
                     FP8: gl.constexpr, q_ptr):
-    """One warpgroup, one token per sequence: the units its loader's descriptors name, in their
+    """One warpgroup, one token per sequence: the parts its loader's descriptors name, in their
     order (its own share's, then those taken from other pairs), as _consumer scores them."""
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                   instr_shape=[16, H, 16 if FP8 else 32])
