@@ -554,8 +554,8 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
 @pytest.mark.parametrize("qk_dtype", [torch.int8, torch.float8_e4m3fn], ids=["int8", "fp8"])
 def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype):
     """One-token calls of several units per pair, rows of uneven length: pairs done with their
-    share take units of others' (each taken unit may be scored twice, to the same bits). Ten
-    calls with work sharing equal the call without it and the Triton kernel's, bit for bit."""
+    share take parts of others' (a taken part may be scored twice, to the same bits). Ten calls
+    with work sharing equal the call without it and the Triton kernel's, bit for bit."""
     import dataclasses
     pytest.importorskip("triton.experimental.gluon")
     from custom_ops.backends.cuda import configs, indexer_logits_gluon

@@ -93,11 +93,12 @@ class LogitsConfig:
     gluon_two_ctas_keys: int = 0
     # > 0: one-token calls of at least this many logits on the Gluon kernel without a
     # prefetched A operand (int8; fp8 at two CTAs per worker) share work: pairs done with their
-    # share take units from the back of others' (indexer_logits_gluon), so the pass does not
-    # wait for its slowest SMs. Same-call A/B against the static split (H200, session 26): B64
-    # 64K 177.8 -> 175.2 µs, B64 128K 324.8 -> 321.6, B32 64K 100.7 -> 100.1, B64 32K 106.9 ->
-    # 106.0; smaller calls lost 0.6-2.4 µs (B64 16K, B64 4K, B8 64K, B1 64K), fp8 at two CTAs
-    # 4.5 µs (its consumer spills 32 bytes at 104 registers)
+    # share take parts of units from the back of others' (indexer_logits_gluon), so the pass
+    # does not wait for its slowest SMs. Same-call A/B against the static split (H200, session
+    # 26): B64 64K 177.8 -> 175.2 µs, B64 128K 324.8 -> 321.6, B32 64K 100.7 -> 100.1, B64 32K
+    # 106.9 -> 106.0; smaller calls lost 0.6-2.4 µs (B64 16K, B64 4K, B8 64K, B1 64K), fp8 at
+    # two CTAs 4.5 µs (its consumer spills 32 bytes at 104 registers) and 5-7 µs without the
+    # spill (docs/probes/steal_fp8_qa_smem.patch): fp8 keeps the static split
     gluon_steal_keys: int = 0
 
 
