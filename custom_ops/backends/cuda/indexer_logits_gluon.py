@@ -266,6 +266,19 @@ def _tile_f16(k_smem, ready, s, use, BLOCK_K: gl.constexpr, D: gl.constexpr,
 
 
 @gluon.jit
+def _tile_operand(k_smem, ready, s, use, BLOCK_K: gl.constexpr, D: gl.constexpr,
+                  FP8: gl.constexpr, A_F16: gl.constexpr):
+    """Stage s's key tile as a dot's A operand once its copy (the use-th into that stage) has
+    landed: fp8 upcast to fp16 registers (_tile_f16), int8 read by the dot from shared memory."""
+    if FP8:
+        k = _tile_f16(k_smem, ready, s, use, BLOCK_K, D, A_F16)
+    else:
+        mbarrier.wait(ready.index(s), use & 1)
+        k = k_smem.index(s).reshape([BLOCK_K, D])
+    return k
+
+
+@gluon.jit
 def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
               ok, B, S1, T, KEYS_MAX, CMP, CAUSAL: gl.constexpr, TND: gl.constexpr,
@@ -324,11 +337,8 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                     s = SUB * STAGES + c % STAGES
                     if PREFETCH:
                         k = a
-                    elif FP8:
-                        k = _tile_f16(k_smem, ready, s, c // STAGES, BLOCK_K, D, A_F16)
                     else:
-                        mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-                        k = k_smem.index(s).reshape([BLOCK_K, D])
+                        k = _tile_operand(k_smem, ready, s, c // STAGES, BLOCK_K, D, FP8, A_F16)
                     x0 = warpgroup_mma(k, q0, zero, use_acc=False, is_async=True)
                     if SPLIT:
                         x1 = warpgroup_mma(k, q_smem.slice(NH * H, NH * H).permute((1, 0)), zero,
@@ -625,11 +635,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                 q0 = q_smem.slice(0, H).permute((1, 0))
                 for t in range(j0, j1, BLOCK_K):
                     s = SUB * STAGES + c % STAGES
-                    if FP8:
-                        k = _tile_f16(k_smem, ready, s, c // STAGES, BLOCK_K, D, A_F16)
-                    else:
-                        mbarrier.wait(ready.index(s), (c // STAGES) & 1)
-                        k = k_smem.index(s).reshape([BLOCK_K, D])
+                    k = _tile_operand(k_smem, ready, s, c // STAGES, BLOCK_K, D, FP8, A_F16)
                     x0 = warpgroup_mma(k, q0, zero, use_acc=False, is_async=True)
                     if FP8:
                         x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
