@@ -551,11 +551,19 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
         assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
 
 
+# uneven: a few units per pair, rows of every length; long: ~15 units per pair, so owners take
+# batches of parts (STEAL_BATCH) before the tail is shared out part by part
+SHARING_LENS = {"uneven": [65536, 40000, 65536, 3000, 65536, 20000, 100, 65536, 50000, 0, 65536,
+                           9000],
+                "long": [65536] * 28 + [30000, 1000, 65000, 64]}
+
+
+@pytest.mark.parametrize("lens", sorted(SHARING_LENS))
 @pytest.mark.parametrize("qk_dtype", [torch.int8, torch.float8_e4m3fn], ids=["int8", "fp8"])
-def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype):
-    """One-token calls of several units per pair, rows of uneven length: pairs done with their
-    share take parts of others' (a taken part may be scored twice, to the same bits). Ten calls
-    with work sharing equal the call without it and the Triton kernel's, bit for bit."""
+def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype, lens):
+    """One-token calls of several units per pair: pairs done with their share take parts of
+    others' (a taken part may be scored twice, to the same bits). Ten calls with work sharing
+    equal the call without it and the Triton kernel's, bit for bit."""
     import dataclasses
     pytest.importorskip("triton.experimental.gluon")
     from custom_ops.backends.cuda import configs, indexer_logits_gluon
@@ -563,7 +571,7 @@ def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype):
     real = indexer_logits_gluon.launch_logits
     monkeypatch.setattr(indexer_logits_gluon, "launch_logits",
                         lambda *a, **k: steals.append(k.get("steal") is not None) or real(*a, **k))
-    k_lens = [65536, 40000, 65536, 3000, 65536, 20000, 100, 65536, 50000, 0, 65536, 9000]
+    k_lens = SHARING_LENS[lens]
     args, kwargs = make_indexer_inputs(q_lens=[1] * len(k_lens), k_lens=k_lens, qk_dtype=qk_dtype,
                                        sparse_count=2048, return_value=True, device="cuda", seed=3)
     fp8 = qk_dtype == torch.float8_e4m3fn
