@@ -162,6 +162,19 @@ def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr):
 
 
 @gluon.jit
+def _copy_tile(k_desc, ks_desc, k_smem, ks_smem, ready, s, bt_row, t, NUM_BLOCKS,
+               PAGE: gl.constexpr):
+    """Key tile t of a row (its page from the row's block-table entries bt_row) and its scales
+    into stage s by TMA, both on the stage's ready barrier; the stage is free (the caller
+    waited)."""
+    page = gl.load(bt_row + t // PAGE)
+    page = gl.minimum(gl.maximum(page, 0), NUM_BLOCKS - 1)  # never out of the cache
+    mbarrier.expect(ready.index(s), k_desc.block_type.nbytes + ks_desc.block_type.nbytes)
+    tma.async_copy_global_to_shared(k_desc, [page, t % PAGE, 0], ready.index(s), k_smem.index(s))
+    tma.async_copy_global_to_shared(ks_desc, [page, t % PAGE], ready.index(s), ks_smem.index(s))
+
+
+@gluon.jit
 def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr,
             k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
             ok, B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP, PAGE: gl.constexpr, CAUSAL: gl.constexpr,
@@ -190,14 +203,8 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
                 for t in range(j0, j1, BLOCK_K):
                     s = SUB * STAGES + c % STAGES
                     mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
-                    page = gl.load(bt_row + t // PAGE)
-                    page = gl.minimum(gl.maximum(page, 0), NUM_BLOCKS - 1)  # never out of the cache
-                    mbarrier.expect(ready.index(s),
-                                    k_desc.block_type.nbytes + ks_desc.block_type.nbytes)
-                    tma.async_copy_global_to_shared(k_desc, [page, t % PAGE, 0], ready.index(s),
-                                                    k_smem.index(s))
-                    tma.async_copy_global_to_shared(ks_desc, [page, t % PAGE], ready.index(s),
-                                                    ks_smem.index(s))
+                    _copy_tile(k_desc, ks_desc, k_smem, ks_smem, ready, s, bt_row, t, NUM_BLOCKS,
+                               PAGE)
                     c += 1
                 seg += 1
             i += run
@@ -458,13 +465,7 @@ def _issue_part(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, k_smem, ks_smem, q_s
         mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
         if t == j0:
             desc.index(s).store(d)
-        page = gl.load(bt_row + t // PAGE)
-        page = gl.minimum(gl.maximum(page, 0), NUM_BLOCKS - 1)  # never out of the cache
-        mbarrier.expect(ready.index(s), k_desc.block_type.nbytes + ks_desc.block_type.nbytes)
-        tma.async_copy_global_to_shared(k_desc, [page, t % PAGE, 0], ready.index(s),
-                                        k_smem.index(s))
-        tma.async_copy_global_to_shared(ks_desc, [page, t % PAGE], ready.index(s),
-                                        ks_smem.index(s))
+        _copy_tile(k_desc, ks_desc, k_smem, ks_smem, ready, s, bt_row, t, NUM_BLOCKS, PAGE)
         c += 1
         if not FP8:
             if new_row & (t == j0):
