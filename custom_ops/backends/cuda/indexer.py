@@ -205,8 +205,8 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
                                              lc.fp8_as_f16, ctas)):
         steal = None
         if (lc.gluon_steal_keys and rows * width >= lc.gluon_steal_keys and nq == 1
-                and (is_int8 or ctas == 2)):  # the pairs' (E, P) words
-            steal = empty((2 * workers * ctas * indexer_logits_gluon.PAIRS.value,),
+                and (is_int8 or ctas == 2)):  # the pairs' (E, P) words and parts taken
+            steal = empty((3 * workers * ctas * indexer_logits_gluon.PAIRS.value,),
                           dtype=torch.int32, device=dev)
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,

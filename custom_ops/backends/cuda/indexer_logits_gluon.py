@@ -533,6 +533,7 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
         lanes = gl.arange(0, 32, layout=LL)
         vs = (me + 1 + STEAL_STRIDE * lanes) % NP
         taking = NP > 1
+        taken = 0
         while taking:
             left = gl.load(steal_ptr + 2 * vs, volatile=True) - \
                 gl.load(steal_ptr + 2 * vs + 1, volatile=True)
@@ -564,6 +565,8 @@ def _loader_steal(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, 
                                              H, FP8)
                         cur_b = tb
                         cur_qb = tqb
+                        taken += 1
+        gl.store(steal_ptr + 2 * NP + me, taken)  # (read by the tests only)
         # the stop: a descriptor of row -1 in the next stage, its barrier arrived on bare
         s = SUB * STAGES + c % STAGES
         mbarrier.wait(empty.index(s), ((c // STAGES) & 1) ^ 1)
@@ -657,7 +660,8 @@ def _indexer_logits_gluon_kernel(
         bt_ptr, stride_bt, asq_ptr, ask_ptr,
         md_ptr, chk_ptr, err_ptr,  # as in _indexer_logits_kernel
         out_ptr, stride_out,
-        steal_ptr, NP,  # STEAL: int32 [NP, 2] (E, P) of the NP pairs (any contents before)
+        steal_ptr, NP,  # STEAL: int32 [3·NP] (any contents before): (E, P) of the NP pairs,
+        # then the parts each took from others
         B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,
         PAGE: gl.constexpr, CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
         LEADING_ZERO: gl.constexpr, NQ: gl.constexpr, SPLIT: gl.constexpr,
