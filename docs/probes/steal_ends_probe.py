@@ -13,8 +13,9 @@ from custom_ops.testing import make_indexer_inputs
 from custom_ops.backends.cuda import indexer_logits_gluon as g, plans
 
 batch, ctx = int(sys.argv[1]), int(sys.argv[2])
+qk = torch.float8_e4m3fn if sys.argv[3:] == ["fp8"] else torch.int8  # fp8: sharing on in configs
 args, kwargs = make_indexer_inputs(q_lens=[1] * batch, k_lens=[ctx] * batch, sparse_count=2048,
-                                   block_size=64, device="cuda", seed=1)
+                                   block_size=64, device="cuda", seed=1, qk_dtype=qk)
 op = torch.ops.custom.npu_vllm_quant_lightning_indexer
 for _ in range(3):
     op(*args, **kwargs)

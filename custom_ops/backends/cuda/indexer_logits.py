@@ -61,10 +61,11 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 
 @triton.jit
-def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr):
+def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr, F=1):
     """The schedule's q_block, k_block and query blocks per sequence QB, worker `worker`'s first
     unit (b, qb, kb), and the contiguous share [lo, hi) of its units that is program `sub`'s
-    (of P): within one row they are consecutive key blocks, so each row's keys form one loop."""
+    (of P): within one row they are consecutive key blocks, so each row's keys form one loop.
+    F > 1: lo and hi count F-ths of units (shares then differ by at most one of those)."""
     q_block = tl.load(md_ptr + 3)
     k_block = tl.load(md_ptr + 4)
     QB = tl.load(md_ptr + 7)
@@ -73,7 +74,7 @@ def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr):
     qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
     kb = tl.maximum(tl.load(rec + 2), 0)
     count = tl.load(rec + 3)
-    return q_block, k_block, QB, b, qb, kb, sub * count // P, (sub + 1) * count // P
+    return q_block, k_block, QB, b, qb, kb, sub * count * F // P, (sub + 1) * count * F // P
 
 
 @triton.jit

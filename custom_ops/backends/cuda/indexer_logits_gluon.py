@@ -25,8 +25,9 @@ read after its tile's wait instead of prefetched, 4-stage rings), which hides th
 (half int8's rate) as the Triton kernel's four programs per SM do, with fewer instructions
 per tile (B=64 64K: 187.7 -> 182.8 µs; NOTES, session 25). configs says which calls take which.
 
-Both partitions walk the metadata's schedule exactly as the Triton kernel does (the same share
-of the same worker's units per program), so the two kernels write the same logits, bit for bit.
+Both partitions walk the metadata's schedule as the Triton kernel does, each pair a contiguous
+share of its worker's key tiles (the Triton kernel's programs share whole units), and score
+every key as it does, so the two kernels write the same logits, bit for bit.
 Large int8 one-token calls share work (STEAL, LogitsConfig.gluon_steal_keys): a pair done with
 its share takes parts of units from the back of other pairs' shares, its loader passing each
 part to its consumer as a descriptor in shared memory, because the static split otherwise waits
@@ -140,25 +141,39 @@ def _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND: gl.constexpr,
 @gluon.jit
 def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
          CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
-         LEADING_ZERO: gl.constexpr):
-    """Unit row (b, qb) from key block kb on, at position i of the worker's range: its first
-    output row, query tokens [s_lo, s_hi) of s1, key length s2, the keys [j0, j1) of it in the
-    share [lo, hi) (j1 == j0: none), and its units (how far i moves on)."""
+         LEADING_ZERO: gl.constexpr, BLOCK_K: gl.constexpr):
+    """Unit row (b, qb) from key block kb on, at position i of the worker's range (counted in
+    key tiles, BLOCK_K keys, as the share [lo, hi) is: _share): its first output row, query
+    tokens [s_lo, s_hi) of s1, key length s2, the keys [j0, j1) of it in the share (j1 == j0:
+    none), and its tiles (how far i moves on; a row's last unit counts whole, its tiles past
+    the keys empty)."""
     row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND,
                                            HAS_ASQ, LEADING_ZERO)
-    keys, run, a, e = row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP, CAUSAL)
-    j0 = (kb + a - i) * k_block
-    j1 = gl.where(a < e, gl.minimum((kb + e - i) * k_block, keys), j0)
+    keys, units, _, _ = row_share(s1, s2, s_lo, s_hi, kb, 0, 0, 0, k_block, KEYS_MAX, CMP,
+                                  CAUSAL)
+    f = k_block // BLOCK_K
+    run = units * f
+    a = gl.maximum(i, lo)
+    e = gl.minimum(i + run, hi)
+    j0 = (kb * f + a - i) * BLOCK_K
+    j1 = gl.where(a < e, gl.minimum((kb * f + e - i) * BLOCK_K, keys), j0)
     return row0, s1, s2, s_lo, s_hi, j0, j1, run
 
 
 @gluon.jit
-def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr):
+def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr, F=1):
     """Pair SUB of this CTA: its worker (CTAS consecutive CTAs share one) and share of the
-    worker's units (PAIRS per CTA), as program (program % CTAS)·PAIRS + SUB of the Triton
-    kernel's."""
+    worker's units (PAIRS per CTA; with F > 1 counted in F-ths of units)."""
     pid = gl.program_id(0)
-    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * PAIRS + SUB, PAIRS * CTAS, HEADER)
+    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * PAIRS + SUB, PAIRS * CTAS, HEADER, F)
+
+
+@gluon.jit
+def _tile_share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr,
+                BLOCK_K: gl.constexpr):
+    """_share with lo and hi counted in key tiles (BLOCK_K keys; a unit is k_block // BLOCK_K of
+    them)."""
+    return _share(md_ptr, SUB, CTAS, HEADER, gl.load(md_ptr + 4) // BLOCK_K)
 
 
 @gluon.jit
@@ -185,14 +200,16 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
     consumer's; an fp8 one the consumer converts itself), per key tile the tile and its scales
     (into that consumer's ring of STAGES buffers)."""
     if ok:
-        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER)
+        # shares of the worker's key tiles, not of its units: at B=64, 64K keys, fp8 on two
+        # CTAs per worker took shares of 15 or 16 units (~8 µs apart)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _tile_share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
         i = 0
         c = 0  # key tiles so far: stage c % STAGES, its use (c // STAGES)
         seg = 0  # segments so far (the query buffer's uses)
         while (i < hi) & (b >= 0) & (b < B):
             row0, s1, s2, s_lo, s_hi, j0, j1, run = _row(
                 asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
-                CAUSAL, TND, HAS_ASQ, LEADING_ZERO)
+                CAUSAL, TND, HAS_ASQ, LEADING_ZERO, BLOCK_K)
             if j0 < j1:
                 if not FP8:
                     mbarrier.wait(q_empty, (seg & 1) ^ 1)
@@ -314,7 +331,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
     TOK: gl.constexpr = gl.SliceLayout(0, SL)
     COL: gl.constexpr = gl.SliceLayout(0, mma)
     if ok:
-        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _tile_share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
         i = 0
         c = 0
         seg = 0
@@ -322,7 +339,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
         while (i < hi) & (b >= 0) & (b < B):
             row0, s1, s2, s_lo, s_hi, j0, j1, run = _row(
                 asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_MAX, CMP,
-                CAUSAL, TND, HAS_ASQ, LEADING_ZERO)
+                CAUSAL, TND, HAS_ASQ, LEADING_ZERO, BLOCK_K)
             if j0 < j1:
                 rows0, vis0, qa0 = _half_tokens(w_ptr, qs_ptr, row0, s_lo, s_hi, s1, s2, j1, CMP,
                                                 CAUSAL, NH, H, TOK, COL)
