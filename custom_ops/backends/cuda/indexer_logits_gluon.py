@@ -11,9 +11,9 @@ one loader warp issues the copies (the key tile, its scales and the stacked quer
 TMA, the tile and its scales on one mbarrier) and the consumer warpgroup only waits, dots and
 runs the epilogue, storing each score straight from the accumulator's register layout. One
 CTA per metadata worker holds two such loader/consumer pairs, each taking half of the worker's
-units (as two programs of the Triton kernel do): with warp specialization the loader warp is
-padded to a warpgroup, and two CTAs per SM would leave a consumer too few registers for the
-two 64 x 128 int32 accumulators of four stacked tokens.
+key tiles (as two programs of the Triton kernel take half its units): with warp specialization
+the loader warp is padded to a warpgroup, and two CTAs per SM would leave a consumer too few
+registers for the two 64 x 128 int32 accumulators of four stacked tokens.
 
 fp8 (e4m3, dotted as exact fp16 with fp32 accumulation like the Triton kernel, SPEC §1.4): the
 consumer converts its stacked query to fp16 in shared memory once per segment and each key tile
@@ -310,7 +310,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               SPLIT: gl.constexpr, STAGES: gl.constexpr, CTAS: gl.constexpr, SUB: gl.constexpr,
               BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr, FP8: gl.constexpr,
               HEADER: gl.constexpr, q_ptr, qa_smem):
-    """One warpgroup, share SUB of the worker's units: per key tile the dots against the
+    """One warpgroup, share SUB of the worker's key tiles: per key tile the dots against the
     stacked query (as two halves with SPLIT, both issued before either epilogue) and the
     scores stored from the registers. fp8 (FP8): the tile is upcast to fp16 in registers (the
     dot's A operand; e4m3 is exact in fp16) against the query converted once per segment
