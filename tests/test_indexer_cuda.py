@@ -551,8 +551,8 @@ def test_gluon_logits_give_the_same_bits(monkeypatch, q_lens, layout, mode, qk_d
         assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
 
 
-# uneven: a few units per pair, rows of every length; long: ~15 units per pair, so owners take
-# batches of parts (STEAL_BATCH) before the tail is shared out part by part
+# uneven: a few units per pair, rows of every length; long: ~15 units per pair (most of a
+# pair's parts its own, the tail shared out: parts are taken in every call)
 SHARING_LENS = {"uneven": [65536, 40000, 65536, 3000, 65536, 20000, 100, 65536, 50000, 0, 65536,
                            9000],
                 "long": [65536] * 28 + [30000, 1000, 65000, 64]}
