@@ -4,16 +4,20 @@ eager calls). Run in a tree with docs/probes/steal_ends.patch applied:
 
     mkdir -p .probe/pr && git archive HEAD | tar -x -C .probe/pr
     (cd .probe/pr && patch -p1 < ../../docs/probes/steal_ends.patch)
-    cd .probe/pr && PYTHONPATH=$PWD python3 ../../docs/probes/steal_ends_probe.py 64 65536
+    cd .probe/pr && PYTHONPATH=$PWD python3 ../../docs/probes/steal_ends_probe.py 64 65536 [fp8]
 """
+import dataclasses
 import sys
 import numpy as np
 import torch
 from custom_ops.testing import make_indexer_inputs
-from custom_ops.backends.cuda import indexer_logits_gluon as g, plans
+from custom_ops.backends.cuda import configs, indexer_logits_gluon as g, plans
 
 batch, ctx = int(sys.argv[1]), int(sys.argv[2])
-qk = torch.float8_e4m3fn if sys.argv[3:] == ["fp8"] else torch.int8  # fp8: sharing on in configs
+qk = torch.float8_e4m3fn if sys.argv[3:] == ["fp8"] else torch.int8
+if qk != torch.int8:  # fp8 shares work only where configs says so (off since session 26)
+    lc = configs.LOGITS[("fp8", "single")]
+    configs.LOGITS[("fp8", "single")] = dataclasses.replace(lc, gluon_steal_keys=1 << 21)
 args, kwargs = make_indexer_inputs(q_lens=[1] * batch, k_lens=[ctx] * batch, sparse_count=2048,
                                    block_size=64, device="cuda", seed=1, qk_dtype=qk)
 op = torch.ops.custom.npu_vllm_quant_lightning_indexer
