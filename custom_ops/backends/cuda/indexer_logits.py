@@ -78,15 +78,26 @@ def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr, F=1
 
 
 @triton.jit
-def row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP, CAUSAL: tl.constexpr):
+def row_units(s1, s2, s_lo, s_hi, kb, k_block, KEYS_MAX, CMP, CAUSAL: tl.constexpr):
     """For the query tokens [s_lo, s_hi) of s1 of a row (against s2 keys), from key block kb
-    on, at position i of the worker's range: the row's keys (those its last token sees), its
-    units (how far i moves on), and the part [a, e) of the range in the share [lo, hi); when
-    a < e the keys [(kb + a - i)·k_block, min((kb + e - i)·k_block, keys)) are the program's."""
+    on: the row's keys (those its last token sees) and its units (key blocks) from kb on."""
     keys = tl.minimum(visible_keys(s_hi - 1, s1, s2, CMP, CAUSAL), KEYS_MAX)
     units = tl.where(s_hi > s_lo, tl.cdiv(keys, k_block), 0)
-    run = tl.maximum(units - kb, 0)
-    return keys, run, tl.maximum(i, lo), tl.minimum(i + run, hi)
+    return keys, tl.maximum(units - kb, 0)
+
+
+@triton.jit
+def tile_range(units, kb, i, lo, hi, k_block, keys, BLOCK_K: tl.constexpr):
+    """A row's `units` units from key block kb on, at position i of a worker's range counted in
+    key tiles (BLOCK_K keys): the keys [j0, j1) of it in the share [lo, hi) of that range
+    (j1 == j0: none) and its tiles (how far i moves on; the last unit counts whole, its tiles
+    past `keys` empty)."""
+    f = k_block // BLOCK_K
+    run = units * f
+    a = tl.maximum(i, lo)
+    e = tl.minimum(i + run, hi)
+    j0 = (kb * f + a - i) * BLOCK_K
+    return j0, tl.where(a < e, tl.minimum((kb * f + e - i) * BLOCK_K, keys), j0), run
 
 
 @triton.jit
@@ -368,8 +379,9 @@ def _indexer_logits_kernel(
             else:
                 s_lo = 0
                 s_hi = s1
-            keys, run, a, e = row_share(s1, s2, s_lo, s_hi, kb, i, lo, hi, k_block, KEYS_MAX, CMP,
-                                        CAUSAL)
+            keys, run = row_units(s1, s2, s_lo, s_hi, kb, k_block, KEYS_MAX, CMP, CAUSAL)
+            a = tl.maximum(i, lo)  # the part [a, e) of the row's units in the share
+            e = tl.minimum(i + run, hi)
             if a < e:
                 j0 = (kb + a - i) * k_block
                 j1 = tl.minimum((kb + e - i) * k_block, keys)

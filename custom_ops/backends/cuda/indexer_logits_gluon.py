@@ -46,7 +46,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from .indexer_logits import (_head_sums, _store_scores, batch_rows, dot_order, header_ok,
-                             next_row, row_share, visible_keys, worker_share)
+                             next_row, row_units, tile_range, visible_keys, worker_share)
 from .configs import K_BLOCK
 from .launch import launch, tma_aligned
 
@@ -149,14 +149,8 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
     the keys empty)."""
     row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND,
                                            HAS_ASQ, LEADING_ZERO)
-    keys, units, _, _ = row_share(s1, s2, s_lo, s_hi, kb, 0, 0, 0, k_block, KEYS_MAX, CMP,
-                                  CAUSAL)
-    f = k_block // BLOCK_K
-    run = units * f
-    a = gl.maximum(i, lo)
-    e = gl.minimum(i + run, hi)
-    j0 = (kb * f + a - i) * BLOCK_K
-    j1 = gl.where(a < e, gl.minimum((kb * f + e - i) * BLOCK_K, keys), j0)
+    keys, units = row_units(s1, s2, s_lo, s_hi, kb, k_block, KEYS_MAX, CMP, CAUSAL)
+    j0, j1, run = tile_range(units, kb, i, lo, hi, k_block, keys, BLOCK_K)
     return row0, s1, s2, s_lo, s_hi, j0, j1, run
 
 
@@ -432,7 +426,7 @@ def _unit_row(asq_ptr, ask_ptr, b, qb, kb, q_block, k_block, S1, T, KEYS_MAX, CM
     units."""
     row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1, T, TND,
                                            HAS_ASQ, LEADING_ZERO)
-    keys, run, _, _ = row_share(s1, s2, s_lo, s_hi, kb, 0, 0, 0, k_block, KEYS_MAX, CMP, CAUSAL)
+    keys, run = row_units(s1, s2, s_lo, s_hi, kb, k_block, KEYS_MAX, CMP, CAUSAL)
     return row0, s_lo, keys, run
 
 
