@@ -585,7 +585,7 @@ def test_gluon_work_sharing_gives_the_same_bits(monkeypatch, qk_dtype, lens):
             gluon_two_ctas_keys=1 if fp8 else 0))
         for _ in range(calls):
             poison()
-            plans._plans.clear()  # the full path each call, so that its buffer is seen here
+            plans.clear()  # the full path each call, so that its buffer is seen here
             outs.append(op(*args, **kwargs))
     assert_indexer_close(*outs[0], args, kwargs)
     shared = steals[-10:]
