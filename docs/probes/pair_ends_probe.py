@@ -13,33 +13,21 @@ import sys
 
 import numpy as np
 import torch
-from custom_ops.testing import make_indexer_inputs
-from custom_ops.backends.cuda import configs, indexer_logits_gluon as g, plans
+from custom_ops.backends.cuda import configs
+from pair_probe_calls import probe_calls
 
 batch, ctx, dt = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 qk = torch.float8_e4m3fn if dt == "fp8" else torch.int8
 if dt == "int8-static":
     lc = configs.LOGITS[("int8", "single")]
     configs.LOGITS[("int8", "single")] = dataclasses.replace(lc, gluon_steal_keys=0)
-args, kwargs = make_indexer_inputs(q_lens=[1] * batch, k_lens=[ctx] * batch, sparse_count=2048,
-                                   block_size=64, device="cuda", seed=1, qk_dtype=qk)
-op = torch.ops.custom.npu_vllm_quant_lightning_indexer
-for _ in range(3):
-    op(*args, **kwargs)
-torch.cuda.synchronize()
 rows = []
-for it in range(20):
-    g.PROBE = torch.full((4 * 1024,), -1, dtype=torch.int64, device="cuda")
-    plans.clear()  # a replayed plan would pass the recorded arguments, not PROBE
-    op(*args, **kwargs)
-    torch.cuda.synchronize()
-    p = g.PROBE.view(-1, 4).cpu().numpy()
+for p in probe_calls(batch, ctx, qk):
     p = p[(p[:, 0] > 0) & (p[:, 2] > 0)]
     t0 = p[:, 0].min()
     st, end = (p[:, 0] - t0) / 1e3, (p[:, 2] - t0) / 1e3
     rows.append([end.max(), np.mean(end), np.percentile(end, 10), np.percentile(end, 50),
                  np.percentile(end, 90), st.max(), len(p)])
-g.PROBE = None
 a = np.array(rows)
 names = ["span", "end_mean", "end_p10", "end_p50", "end_p90", "start_max", "pairs"]
 print(f"B{batch} {ctx} keys {dt}, 20 calls, µs from the first consumer start (median; min..max)")

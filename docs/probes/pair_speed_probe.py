@@ -13,26 +13,12 @@ import sys
 
 import numpy as np
 import torch
-from custom_ops.testing import make_indexer_inputs
-from custom_ops.backends.cuda import indexer_logits_gluon as g, plans
+from pair_probe_calls import probe_calls
 
 batch, ctx, dt = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 qk = torch.float8_e4m3fn if dt == "fp8" else torch.int8
-args, kwargs = make_indexer_inputs(q_lens=[1] * batch, k_lens=[ctx] * batch, sparse_count=2048,
-                                   block_size=64, device="cuda", seed=1, qk_dtype=qk)
-op = torch.ops.custom.npu_vllm_quant_lightning_indexer
-for _ in range(3):
-    op(*args, **kwargs)
-torch.cuda.synchronize()
 sms = torch.cuda.get_device_properties(0).multi_processor_count
-calls = []
-for it in range(20):
-    g.PROBE = torch.full((4 * 1024,), -1, dtype=torch.int64, device="cuda")
-    plans.clear()  # a replayed plan would pass the recorded arguments, not PROBE
-    op(*args, **kwargs)
-    torch.cuda.synchronize()
-    calls.append(g.PROBE.view(-1, 4).cpu().numpy().copy())
-g.PROBE = None
+calls = probe_calls(batch, ctx, qk)
 
 
 def pace(p):
