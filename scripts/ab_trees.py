@@ -12,7 +12,8 @@ percent show only this way: two device calls, or two machines, differ by ±3 % o
     python scripts/ab_trees.py . .probe/main [--cases B1-4K-n1,B64-64K-n1-fp8] [--rounds 2]
 
 A case is B<batch>-<context>K-n<next_n>, optionally -int8 (the default) or -fp8: decode, block
-64, k 2048, sparse_mode 3, as in the benchmark.
+64, k 2048, sparse_mode 3, as in the benchmark; T<tokens>-<context>K[-fp8] is its prefill case
+(one TND sequence of that many query tokens, causal).
 """
 from __future__ import annotations
 
@@ -25,18 +26,22 @@ import sys
 
 DEFAULT_CASES = "B1-4K-n1,B64-4K-n1,B1-16K-n1,B1-64K-n1,B8-16K-n2,B64-64K-n1"
 CASE = re.compile(r"B(\d+)-(\d+)K-n(\d+)(?:-(int8|fp8))?")
+PREFILL = re.compile(r"T(\d+)-(\d+)K(?:-(int8|fp8))?")
 
 
-def parse_case(text: str) -> tuple[int, int, int, str]:
-    """'B64-64K-n1-fp8' -> (64, 65536, 1, 'fp8')."""
-    m = CASE.fullmatch(text.strip())
-    if not m:
-        raise ValueError(f"case {text!r}: expected B<batch>-<context>K-n<next_n>[-int8|-fp8], "
-                         "e.g. B64-64K-n1-fp8")
-    batch, ctx, next_n = (int(g) for g in m.groups()[:3])
+def parse_case(text: str) -> tuple[int, int, int, str, str]:
+    """'B64-64K-n1-fp8' -> (64, 65536, 1, 'fp8', 'BSND'); 'T4096-32K' -> (1, 32768, 4096,
+    'int8', 'TND')."""
+    if m := CASE.fullmatch(text.strip()):
+        (batch, ctx, next_n), dtype, layout = (int(g) for g in m.groups()[:3]), m.group(4), "BSND"
+    elif m := PREFILL.fullmatch(text.strip()):
+        (next_n, ctx), batch, dtype, layout = (int(g) for g in m.groups()[:2]), 1, m.group(3), "TND"
+    else:
+        raise ValueError(f"case {text!r}: expected B<batch>-<context>K-n<next_n>[-int8|-fp8] "
+                         "or T<tokens>-<context>K[-int8|-fp8], e.g. B64-64K-n1-fp8")
     if min(batch, ctx, next_n) < 1:
         raise ValueError(f"case {text!r}: batch, context and next_n must be at least 1")
-    return batch, ctx * 1024, next_n, m.group(4) or "int8"
+    return batch, ctx * 1024, next_n, dtype or "int8", layout
 
 
 def time_cases(cases: list[str]) -> dict[str, float]:
@@ -46,10 +51,10 @@ def time_cases(cases: list[str]) -> dict[str, float]:
 
     times = {}
     for text in cases:
-        batch, ctx, next_n, dtype = parse_case(text)
+        batch, ctx, next_n, dtype, layout = parse_case(text)
 
-        def make(i, batch=batch, ctx=ctx, next_n=next_n, dtype=dtype):
-            return b.make_case(batch, ctx, next_n, dtype, seed=i)
+        def make(i, batch=batch, ctx=ctx, next_n=next_n, dtype=dtype, layout=layout):
+            return b.make_case(batch, ctx, next_n, dtype, layout=layout, seed=i)
         first = make(0)
         case_bytes, _ = b.case_numbers(*first, batch, ctx, next_n, 1)
         sets = b.rotated_sets(make, first, case_bytes, next_n)

@@ -11,16 +11,18 @@ _spec.loader.exec_module(ab_trees)
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("B64-64K-n1", (64, 65536, 1, "int8")),
-    ("B1-4K-n4-fp8", (1, 4096, 4, "fp8")),
-    (" B8-128K-n2-int8 ", (8, 131072, 2, "int8")),
+    ("B64-64K-n1", (64, 65536, 1, "int8", "BSND")),
+    ("B1-4K-n4-fp8", (1, 4096, 4, "fp8", "BSND")),
+    (" B8-128K-n2-int8 ", (8, 131072, 2, "int8", "BSND")),
+    ("T4096-32K", (1, 32768, 4096, "int8", "TND")),
+    ("T4096-8K-fp8", (1, 8192, 4096, "fp8", "TND")),
 ])
 def test_case_names(text, expected):
     assert ab_trees.parse_case(text) == expected
 
 
 @pytest.mark.parametrize("text", ["B64-64K", "B64-64K-n1-bf16", "b64-64K-n1", "B0-4K-n1",
-                                  "B1-0K-n1", "B1-4K-n0"])
+                                  "B1-0K-n1", "B1-4K-n0", "T0-8K", "T4096-8K-n1"])
 def test_bad_case_names_say_what_is_expected(text):
     with pytest.raises(ValueError, match="case"):
         ab_trees.parse_case(text)

@@ -42,7 +42,11 @@ for p in calls:
               "first on SM": live & first, "second on SM": live & ~first}
     paces.append((pc, live, sm, pid))
     if len(paces) <= 5:
-        print("  " + "  ".join(f"{k} {np.median(pc[m]):6.0f} ({m.sum()})" for k, m in groups.items()))
+        t0 = p[live, 0].min()
+        print("  " + "  ".join(f"{k} {np.median(pc[m]):6.0f} ({m.sum()})" for k, m in groups.items())
+              + f"  ends (us) mean {(p[live, 2] - t0).mean() / 1e3:.1f} last {(p[live, 2] - t0).max() / 1e3:.1f}"
+              + "  first/second on SM mean end " + " / ".join(
+                  f"{(p[live & f, 2] - t0).mean() / 1e3:.1f}" for f in (first, ~first)))
 # stability: does an SM (or a CTA) keep its pace from call to call?
 pcs = np.array([np.where(l, pc, np.nan) for pc, l, _, _ in paces])
 a, b = pcs[0::2].reshape(-1), pcs[1::2].reshape(-1)
