@@ -61,11 +61,13 @@ def batch_rows(asq_ptr, b, S1, T, HAS_ASQ: tl.constexpr, TND: tl.constexpr,
 
 
 @triton.jit
-def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr, F=1):
+def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr,
+                 BLOCK_K: tl.constexpr = 0):
     """The schedule's q_block, k_block and query blocks per sequence QB, worker `worker`'s first
     unit (b, qb, kb), and the contiguous share [lo, hi) of its units that is program `sub`'s
     (of P): within one row they are consecutive key blocks, so each row's keys form one loop.
-    F > 1: lo and hi count F-ths of units (shares then differ by at most one of those)."""
+    BLOCK_K > 0: lo and hi count key tiles of BLOCK_K keys (k_block // BLOCK_K a unit), so
+    shares differ by at most one tile, not one unit (tile_range walks such a share)."""
     q_block = tl.load(md_ptr + 3)
     k_block = tl.load(md_ptr + 4)
     QB = tl.load(md_ptr + 7)
@@ -74,7 +76,9 @@ def worker_share(md_ptr, worker, sub, P: tl.constexpr, HEADER: tl.constexpr, F=1
     qb = tl.minimum(tl.maximum(tl.load(rec + 1), 0), QB - 1)
     kb = tl.maximum(tl.load(rec + 2), 0)
     count = tl.load(rec + 3)
-    return q_block, k_block, QB, b, qb, kb, sub * count * F // P, (sub + 1) * count * F // P
+    if BLOCK_K > 0:
+        count = count * (k_block // BLOCK_K)
+    return q_block, k_block, QB, b, qb, kb, sub * count // P, (sub + 1) * count // P
 
 
 @triton.jit
@@ -371,8 +375,8 @@ def _indexer_logits_kernel(
         # shares differ by a whole unit), as the Gluon kernel's pairs take theirs (same-call
         # A/B, H200, session 28: fp8 B64 64K n4 488.0 -> 475.5 µs, B64 16K n1 73.9 -> 72.1,
         # prefill 4096 at 8K 1717 -> 1628; prefill at 32K 4037 -> 4090, int8 prefill ±0.2 %)
-        q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(
-            md_ptr, worker, sub, P, HEADER, tl.load(md_ptr + 4) // BLOCK_K)
+        q_block, k_block, QB, b, qb, kb, lo, hi = worker_share(md_ptr, worker, sub, P, HEADER,
+                                                               BLOCK_K)
         offs_k = tl.arange(0, BLOCK_K)
         i = 0
         while (i < hi) & (b >= 0) & (b < B):

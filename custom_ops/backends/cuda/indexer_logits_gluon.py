@@ -143,7 +143,7 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
          CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
          LEADING_ZERO: gl.constexpr, BLOCK_K: gl.constexpr):
     """Unit row (b, qb) from key block kb on, at position i of the worker's range (counted in
-    key tiles, BLOCK_K keys, as the share [lo, hi) is: _tile_share): its first output row, query
+    key tiles, BLOCK_K keys, as the share [lo, hi) is: _share with BLOCK_K): its first output row, query
     tokens [s_lo, s_hi) of s1, key length s2, the keys [j0, j1) of it in the share (j1 == j0:
     none), and its tiles (how far i moves on; a row's last unit counts whole, its tiles past
     the keys empty)."""
@@ -155,19 +155,13 @@ def _row(asq_ptr, ask_ptr, b, qb, kb, i, lo, hi, q_block, k_block, S1, T, KEYS_M
 
 
 @gluon.jit
-def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr, F=1):
+def _share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr,
+           BLOCK_K: gl.constexpr = 0):
     """Pair SUB of this CTA: its worker (CTAS consecutive CTAs share one) and share of the
-    worker's units (PAIRS per CTA; with F > 1 counted in F-ths of units)."""
+    worker's units (PAIRS per CTA; with BLOCK_K > 0 counted in key tiles: worker_share)."""
     pid = gl.program_id(0)
-    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * PAIRS + SUB, PAIRS * CTAS, HEADER, F)
-
-
-@gluon.jit
-def _tile_share(md_ptr, SUB: gl.constexpr, CTAS: gl.constexpr, HEADER: gl.constexpr,
-                BLOCK_K: gl.constexpr):
-    """_share with lo and hi counted in key tiles (BLOCK_K keys; a unit is k_block // BLOCK_K of
-    them)."""
-    return _share(md_ptr, SUB, CTAS, HEADER, gl.load(md_ptr + 4) // BLOCK_K)
+    return worker_share(md_ptr, pid // CTAS, (pid % CTAS) * PAIRS + SUB, PAIRS * CTAS, HEADER,
+                        BLOCK_K)
 
 
 @gluon.jit
@@ -196,7 +190,7 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
     if ok:
         # shares of the worker's key tiles, not of its units (whose shares differ by a whole
         # unit: B=64 64K next_n=2 238.8 -> 232.3 µs with tiles, H200, session 27)
-        q_block, k_block, QB, b, qb, kb, lo, hi = _tile_share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
         i = 0
         c = 0  # key tiles so far: stage c % STAGES, its use (c // STAGES)
         seg = 0  # segments so far (the query buffer's uses)
@@ -325,7 +319,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
     TOK: gl.constexpr = gl.SliceLayout(0, SL)
     COL: gl.constexpr = gl.SliceLayout(0, mma)
     if ok:
-        q_block, k_block, QB, b, qb, kb, lo, hi = _tile_share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
+        q_block, k_block, QB, b, qb, kb, lo, hi = _share(md_ptr, SUB, CTAS, HEADER, BLOCK_K)
         i = 0
         c = 0
         seg = 0
