@@ -183,6 +183,26 @@ def _tile_operand(k_smem, ready, s, use, BLOCK_K: gl.constexpr, D: gl.constexpr,
 
 
 @gluon.jit
+def _tile_done(x0, x1, k, ks_smem, empty, s, FP8: gl.constexpr, SPLIT: gl.constexpr,
+               BLOCK_K: gl.constexpr, KEY: gl.constexpr):
+    """A consumer's end of the key tile in stage s: its dots waited for (x1 too with SPLIT; an
+    fp8 tile's A operand k is registers the dots read until they are done), its key scales read
+    and its stage freed for the loader. Returns the accumulators and the scales."""
+    if FP8:
+        if SPLIT:
+            x0, x1, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1, k))
+        else:
+            x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
+    elif SPLIT:
+        x0, x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1))
+    else:
+        x0 = warpgroup_mma_wait(num_outstanding=0, deps=(x0,))
+    ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
+    mbarrier.arrive(empty.index(s))
+    return x0, x1, ks
+
+
+@gluon.jit
 def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               k_smem, ks_smem, q_smem, ready, empty, q_ready, q_empty,
               ok, B, S1, T, KEYS_MAX, CMP, CAUSAL: gl.constexpr, TND: gl.constexpr,
@@ -253,16 +273,10 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                         if PREFETCH and t + BLOCK_K < j1:
                             a = _tile_f16(k_smem, ready, SUB * STAGES + (c + 1) % STAGES,
                                           (c + 1) // STAGES, BLOCK_K, D, A_F16)
-                        if SPLIT:  # k: registers the dots read until they are done
-                            x0, x1, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1, k))
-                        else:
-                            x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
-                    elif SPLIT:
-                        x0, x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1))
-                    else:
-                        x0 = warpgroup_mma_wait(num_outstanding=0, deps=(x0,))
-                    ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
-                    mbarrier.arrive(empty.index(s))
+                    if not SPLIT:
+                        x1 = x0  # (unused)
+                    x0, x1, ks = _tile_done(x0, x1, k, ks_smem, empty, s, FP8, SPLIT, BLOCK_K,
+                                            KEY)
                     j = t + offs_k
                     if QA_SMEM:
                         a0 = qa_smem.slice(0, NH * H).load(COL)

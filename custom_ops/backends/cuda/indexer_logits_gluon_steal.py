@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
-                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma
 
 from .configs import K_BLOCK
 from .indexer_logits import _head_sums, next_row, row_units, worker_share
 from .indexer_logits_gluon_pairs import (PAIRS, _copy_tile, _half_tokens, _query_f16, _row_tokens,
-                                         _share, _store_half, _tile_operand)
+                                         _share, _store_half, _tile_done, _tile_operand)
 
 
 # Work sharing (STEAL; one token per sequence, no prefetched A operand). The share is taken in
@@ -265,12 +264,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                     s = SUB * STAGES + c % STAGES
                     k = _tile_operand(k_smem, ready, s, c // STAGES, BLOCK_K, D, FP8, A_F16)
                     x0 = warpgroup_mma(k, q0, zero, use_acc=False, is_async=True)
-                    if FP8:
-                        x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
-                    else:
-                        x0 = warpgroup_mma_wait(num_outstanding=0, deps=(x0,))
-                    ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
-                    mbarrier.arrive(empty.index(s))
+                    x0, _, ks = _tile_done(x0, x0, k, ks_smem, empty, s, FP8, False, BLOCK_K, KEY)
                     _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, t + offs_k, j0,
                                 _head_sums(x0, ks, qa0, 1, H))
                     c += 1
