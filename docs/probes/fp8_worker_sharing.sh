@@ -3,7 +3,7 @@
 # session 28): worker w's CTAs become w and w + W (the first- and second-placed CTA on an SM,
 # whose paces differ by 6.5-9.6 %), and a pair done with its share takes parts only from its
 # worker's four pairs, so taken parts stay in the worker's rows. Build the trees here
-# (repository root, on the commit this patch was made on, d0d414d, or one it applies to):
+# (repository root, on the commit this patch was made on, 02dcb7d, or one it applies to):
 #   mkdir -p .probe/base && git archive HEAD | tar -x -C .probe/base
 #   mkdir -p .probe/ws && git archive HEAD | tar -x -C .probe/ws && (cd .probe/ws && patch -p1 < ../../docs/probes/fp8_worker_sharing.patch)
 #   mkdir -p .probe/ws2 && git archive HEAD | tar -x -C .probe/ws2 && (cd .probe/ws2 && patch -p1 < ../../docs/probes/fp8_worker_sharing_lean.patch)
