@@ -27,6 +27,8 @@ from .configs import SAMPLE_EVERY as _SAMPLE_EVERY
 
 # scores j with j % SAMPLE_EVERY == 0 are also written at column KEYS_MAX + j // SAMPLE_EVERY
 SAMPLE_EVERY = tl.constexpr(_SAMPLE_EVERY)
+assert _SAMPLE_EVERY & (_SAMPLE_EVERY - 1) == 0, "SAMPLE_EVERY must be a power of two"
+SAMPLE_SHIFT = tl.constexpr(_SAMPLE_EVERY.bit_length() - 1)
 
 
 @triton.jit
@@ -233,7 +235,10 @@ def _last_tile(j0, j1, BLOCK_K: tl.constexpr):
 def _store_scores(row_ptr, samp_col, j, score, mask):
     """Scores at keys j of rows starting at row_ptr, and the sampled ones again at samp_col."""
     tl.store(row_ptr + j, score, mask=mask)
-    tl.store(row_ptr + samp_col + j // SAMPLE_EVERY, score, mask=mask & (j % SAMPLE_EVERY == 0))
+    # key indices are never negative: a shift and a bit test, not the signed division's
+    # rounding fix-up (four instructions fewer a key tile in the Gluon consumers' loops)
+    tl.store(row_ptr + samp_col + (j >> SAMPLE_SHIFT), score,
+             mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0))
 
 
 @triton.jit
