@@ -24,4 +24,4 @@ export PYTHONPATH=$PWD:$PWD/scripts PYTHONUNBUFFERED=1
     -n 8 tests/test_indexer_cuda.py -k "gluon" 2>&1 | tail -2)
 timeout 400 python3 scripts/ab_trees.py .probe/base .probe/ring .probe/ringm .probe/ringm2 \
     --cases B64-64K-n1-fp8,B64-128K-n1-fp8,B32-128K-n1-fp8,B64-16K-n1-fp8,B32-64K-n1-fp8,B64-64K-n1,B64-64K-n4 \
-    --rounds 2 2>&1 | tail -8
+    --rounds 3 2>&1 | tail -8
