@@ -35,7 +35,8 @@ def read(path: str) -> list[tuple[str, str, list[int]]]:
 
 def changes(old, new, loops: int) -> list[str]:
     """A line pair per variant that changed (matched by position: both files list the same
-    launches in the same order), and a line per variant present in one file only."""
+    launches in the same order); where the lists differ, a line at the first variant that
+    differs and the two counts."""
     lines = []
     for (name, res0, l0), (name1, res1, l1) in zip(old, new):
         if name != name1:
