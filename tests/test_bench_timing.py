@@ -38,7 +38,8 @@ def test_native_sets_drop_only_the_metadata():
 @pytest.mark.parametrize("start, end", [(4.06e12, 4.19e12), (4.19e12, 4.06e12)])
 def test_bar_cases_rechecked_at_the_higher_bandwidth(monkeypatch, capsys, start, end):
     monkeypatch.setattr(bench, "copy_bandwidth", lambda: end)
-    rows = [dict(tag="decode-B64-ctx64K-n1-int8", batch=64, ctx=65536, next_n=1, us=174.8,
+    rows = [dict(tag="metadata-B64", batch=64, ctx=65536, next_n=1, us=7.4),  # no bytes
+            dict(tag="decode-B64-ctx64K-n1-int8", batch=64, ctx=65536, next_n=1, us=174.8,
                  gbs=3125.0),
             dict(tag="decode-B64-ctx64K-n4-int8", batch=64, ctx=65536, next_n=4, us=393.4,
                  gbs=1397.0)]
@@ -46,4 +47,4 @@ def test_bar_cases_rechecked_at_the_higher_bandwidth(monkeypatch, capsys, start,
     out = capsys.readouterr().out
     assert "bar cases at 4.190 TB/s" in out
     assert "74.6% bw" in out  # 3125 GB/s of 4.19 TB/s, not of 4.06 (77.0 %)
-    assert "n4" not in out
+    assert "n4" not in out and "metadata" not in out
