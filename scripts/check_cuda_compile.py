@@ -60,7 +60,7 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[4] * 10, k_lens=[4000] * 10)]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
            "_indexer_merge_kernel", "_indexer_unpack_kernel",
-           "_indexer_place_kernel", "_indexer_rank_kernel", "_indexer_window_merge_kernel")
+           "_indexer_buckets_kernel", "_indexer_window_merge_kernel")
 
 
 class Recorder:

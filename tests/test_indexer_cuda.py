@@ -407,21 +407,22 @@ def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
     golden's result, bit for bit the sort order's (which takes the exact fallback)."""
     from custom_ops.backends.cuda import configs
     from custom_ops.backends.cuda import indexer as cuda_indexer
-    from custom_ops.backends.cuda.topk import _indexer_place_kernel
+    from custom_ops.backends.cuda.topk import _indexer_buckets_kernel
     monkeypatch.setattr(configs, "target_candidates", lambda k, cap: 3 * cap)
-    groups = []
+    cursors = []
     real = cuda_indexer.launch
 
     def spy(kernel, grid, *a, **kw):
-        if kernel is _indexer_place_kernel:
-            groups.append(a[7])  # each slot's group word: first | size << 16
-        return real(kernel, grid, *a, **kw)
+        out = real(kernel, grid, *a, **kw)
+        if kernel is _indexer_buckets_kernel:
+            cursors.append(a[6][:, 1].clone())  # after the kernel: each bucket's placed count
+        return out
     monkeypatch.setattr(cuda_indexer, "launch", spy)
     args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1], k_lens=[60000, 20000, 9000],
                                        sparse_count=k, return_value=True, device="cuda", seed=k)
     _both_orders_agree(monkeypatch, args, kwargs)
-    # the exact fallback puts its k keys in one group; the placed top group is a few keys
-    assert ((groups[0][:, 0] >> 16) < k).all(), (groups[0][:, 0] >> 16).tolist()
+    # placed rows: their cursors count at least k candidates (the exact fallback places none)
+    assert (cursors[0].sum(1) >= k).all(), cursors[0].sum(1).tolist()
 
 
 def test_long_rows_match_the_golden():
@@ -602,8 +603,8 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     """The top-k's tuning options (bits of the bisected threshold, bits per bisection step,
     warps of the threshold kernel, programmatic dependent launches (of all of phase 2, or of
     its kernels after the threshold), the ordering: buckets
-    (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback; a rank grid of
-    only k slots, whose programs then loop over the slots past it) or torch.sort)
+    (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback; one bucket
+    program per row, or one per segment) or torch.sort)
     change how the candidates are found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
@@ -621,8 +622,10 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, False, dict(threshold_warps=1)), (20, 2, False, dict(threshold_warps=2)),
             (20, 1, False, dict(sort, threshold_warps=4)), (1, 1, False, sort),
             (20, 1, False, dict(threshold_per_warp=False)),
-            (20, 1, False, dict(rank_slots_past_k=0)),  # rank programs loop past the grid
-            (20, 1, False, dict(rank_slots_past_k=0, buckets=16, bucket_block=16)),
+            (20, 1, False, dict(bucket_programs=1)),  # one program a row places and ranks all
+            (20, 1, False, dict(bucket_programs=1 << 20, bucket_tile=16, buckets=16,
+                                bucket_block=16)),  # as many as the segments, 1 a step each
+            (1, 1, False, dict(bucket_programs=1 << 20, bucket_warps=1)),  # exact select in each
             (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4)),
             (20, 1, False, dict(phase2_pdl_max_rows=64)),
             (20, 1, False, dict(sort, phase2_pdl_max_rows=64))):
