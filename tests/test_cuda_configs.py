@@ -56,8 +56,8 @@ def test_bar_cases_are_not_chunked(rows, cap):
 
 
 def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
-    for change in (dict(bucket_block=96), dict(candidate_block=1024), dict(buckets=1000),
-                   dict(bucket_tile=1000)):
+    for change in (dict(bucket_block=1024), dict(candidate_block=24), dict(buckets=1000),
+                   dict(place_rank_tile=1000)):
         with pytest.raises(ValueError, match=next(iter(change))):
             dataclasses.replace(configs.TOPK, **change)
 
@@ -99,18 +99,32 @@ def test_every_segment_of_a_full_row_holds_keys(width):
     assert configs.segments(64, 65536, tc) == 16
 
 
-@pytest.mark.parametrize("programs", [1, 100, 4 * 132, 1 << 20])
+@pytest.mark.parametrize("slack", [0, 100, 256, 1 << 20])
+@pytest.mark.parametrize("k", [1, 31, 32, 300, 2047, 2048])
+def test_rank_grid_covers_k_and_no_more_than_the_slots(k, slack):
+    """The rank kernel's first pass covers every output position (padding included) and at most
+    the row's CAP slots; the programs loop over whatever placed slots lie past it."""
+    tc = dataclasses.replace(configs.TOPK, rank_slots_past_k=slack)
+    cap = configs.candidate_slots(k, tc)
+    programs = configs.rank_programs(k, cap, tc)
+    assert programs * tc.bucket_block >= min(cap, k + slack)
+    assert programs * tc.bucket_block >= k
+    assert programs <= cap // tc.bucket_block
+    assert (programs - 1) * tc.bucket_block < k + slack
+
+
+@pytest.mark.parametrize("programs", [1, 100, 4 * 64, 1 << 20])
 @pytest.mark.parametrize("width", [2048, 4096, 65536, 131072])
-def test_bucket_programs_lend_each_a_segment_slot(width, programs):
-    """J bucket programs per row: at least 1, at most G (a row in the exact fallback gives each
-    program a segment slot of its own), and about tc.bucket_programs over all rows."""
-    tc = dataclasses.replace(configs.TOPK, bucket_programs=programs)
+def test_place_rank_programs_lend_each_a_segment_slot(width, programs):
+    """J place-rank programs per row: at least 1, at most G (a row in the exact fallback gives
+    each program a segment slot of its own), and about tc.place_rank_programs over all rows."""
+    tc = dataclasses.replace(configs.TOPK, place_rank_programs=programs)
     for rows in (1, 8, 64, 128):
         g = configs.segments(rows, width, tc)
-        j = configs.bucket_programs(rows, g, tc)
+        j = configs.place_rank_programs(rows, g, tc)
         assert 1 <= j <= g
         assert j == g or rows * j >= programs > rows * (j - 1)
-    assert configs.bucket_programs(64, 16, configs.TOPK) == 9  # B=64, 64K
+    assert configs.place_rank_programs(64, 16, configs.TOPK) == 4  # B=64, 64K
 
 
 def test_threshold_samples_keep_the_stride():
@@ -171,3 +185,21 @@ def test_threshold_target_leaves_room_on_both_sides(k):
         assert math.log(t / k) >= 4 * sd and math.log(cap / t) >= 4 * sd
     else:
         assert cap / t >= 32 and t / max(k, 1) >= 8
+
+
+@pytest.mark.parametrize("block", [64, 256, 512])
+@pytest.mark.parametrize("k", [1, 300, 2048])
+@pytest.mark.parametrize("width", [2048, 4096, 16384, 65536, 131072])
+def test_place_programs_cover_the_aimed_candidates_within_the_slots(width, k, block):
+    """P place programs per segment: each program's first chunk lies inside its segment's slot
+    (P·block <= CAP), and G·P chunks cover the candidates the threshold aims at unless P is at
+    that bound; rows of many short segments keep one program per segment."""
+    tc = dataclasses.replace(configs.TOPK, candidate_block=block)
+    cap = configs.candidate_slots(k, tc)
+    for rows in (1, 8, 64):
+        g = configs.segments(rows, width, tc)
+        p = configs.place_programs(g, k, cap, tc)
+        assert 1 <= p and p * block <= cap
+        assert g * p * block >= configs.target_candidates(k, cap) or p * block == cap
+    assert configs.place_programs(17, 2048, 4096, configs.TOPK) == 1  # B=64, 64K
+    assert configs.place_programs(2, 2048, 4096, configs.TOPK) == 6  # a 4K row

@@ -146,19 +146,27 @@ class TopkConfig:
     # 227 against 227-233; H200, session 21)
     bucket_max_rows: int = 128
     buckets: int = 1024  # NB, a power of two
-    # slots a bucket program ranks a step (one per thread at 4 warps)
-    bucket_block: int = 128
-    # group members each slot compares per step: B64 64K rank 5.2 µs at 16, 6.9 at 8, about
-    # 16's at 32 (H200, session 20, as a kernel of its own)
+    bucket_block: int = 32  # candidates per program of the bucket rank kernel (one per thread)
+    # group members each slot compares per step there: B64 64K rank 5.2 µs at 16, 6.9 at 8,
+    # about 16's at 32 (H200, session 20)
     bucket_block_j: int = 16
-    # candidates a bucket program reads a step, from all of the row's segments at once (at
-    # least the segment count rounded up to a power of two: one of each)
-    bucket_tile: int = 1024
-    # bucket programs of all rows together: J = ceil(bucket_programs / rows) per row, at most
-    # G (a row in the exact fallback lends each program a segment slot)
-    bucket_programs: int = 4 * 132
-    bucket_warps: int = 4
-    candidate_block: int = 256  # compacted candidates per step of the segments' bucket counts
+    # slots past k the rank grid covers in its first pass (the placed groups end a few past k;
+    # programs loop over what lies beyond): fewer programs that only find nothing to do
+    rank_slots_past_k: int = 256
+    candidate_block: int = 256  # compacted candidates per step (bucket counts and placement)
+    # warps of the place and rank programs: 2 or 8 for place measured no faster than 4 at
+    # B=1/8/64 (H200, session 12); rank: one warp of 32 slots, each reading its own group
+    # (blocks of 64 on 2 warps, 128 on 4 within noise of it, session 20)
+    place_warps: int = 4
+    rank_warps: int = 1
+    # calls of at least this many rows (and at most bucket_max_rows) place and rank in one
+    # launch (topk/place_rank.py): J programs a row, each owning the groups that start in 1/J
+    # of its positions, reading every candidate of the row; J = ceil(place_rank_programs /
+    # rows), at most G (a row in the exact fallback lends each program a segment slot)
+    place_rank_rows: int = 64
+    place_rank_programs: int = 4 * 64
+    place_rank_block: int = 512  # slots a place-rank program ranks a step
+    place_rank_tile: int = 1024  # candidates it reads a step, from all segments at once
     # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
     # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
     # row's sample holds too few scores above the threshold for small k: simulated (i.i.d.
@@ -167,14 +175,16 @@ class TopkConfig:
     min_slots: int = 4096
 
     def __post_init__(self):
-        for name in ("buckets", "bucket_block", "bucket_block_j", "bucket_tile",
-                     "candidate_block", "min_slots"):
+        # the rank grid is CAP / bucket_block programs and CAP >= 512 (candidate_slots)
+        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block", "min_slots",
+                     "place_rank_block", "place_rank_tile"):
             v = getattr(self, name)
             if v < 1 or v & (v - 1):
                 raise ValueError(f"TopkConfig.{name}={v}: must be a power of two")
-        if self.candidate_block > 512:
-            raise ValueError(f"TopkConfig.candidate_block={self.candidate_block}: must be at most "
-                             "512, the fewest candidate slots a row has")
+        for name in ("bucket_block", "candidate_block"):
+            if getattr(self, name) > 512:
+                raise ValueError(f"TopkConfig.{name}={getattr(self, name)}: must be at most 512, "
+                                 "the fewest candidate slots a row has")
 
 
 # (dtype class, kernel path) -> config; paths: "single" (decode, one token per sequence),
@@ -283,23 +293,39 @@ def segment_keys(n: int, g: int, tc: TopkConfig) -> int:
     return -(-(-(-n // g)) // tc.block_n) * tc.block_n
 
 
-def bucket_programs(rows: int, g: int, tc: TopkConfig) -> int:
-    """J: bucket programs per row, so that rows·J is about tc.bucket_programs; at most G, the
-    segment slots a row in the exact fallback lends its programs, and at least 1."""
-    return max(1, min(g, -(-tc.bucket_programs // rows)))
+def rank_programs(k: int, cap: int, tc: TopkConfig) -> int:
+    """Programs per row of the bucket rank kernel: blocks of tc.bucket_block slots covering k
+    and tc.rank_slots_past_k more, at most the cap's."""
+    block = tc.bucket_block
+    return min(cap // block, -(-(k + tc.rank_slots_past_k) // block))
+
+
+def place_programs(g: int, k: int, cap: int, tc: TopkConfig) -> int:
+    """P: place programs per segment, so that each takes about one chunk of
+    tc.candidate_block of the candidates the threshold aims at (a row of G = 2 long segments
+    placed ~1450 candidates per program in six serial chunks: B=1 4K place 7.5 µs, B=64 4K
+    10.3); at most cap / candidate_block (a program's first chunk lies inside its slot)."""
+    per_segment = -(-target_candidates(k, cap) // g)
+    return max(1, min(cap // tc.candidate_block, -(-per_segment // tc.candidate_block)))
+
+
+def place_rank_programs(rows: int, g: int, tc: TopkConfig) -> int:
+    """J: place-rank programs per row, so that rows·J is about tc.place_rank_programs; at most
+    G, the segment slots a row in the exact fallback lends its programs, and at least 1."""
+    return max(1, min(g, -(-tc.place_rank_programs // rows)))
 
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the
     segment slots (int64; rows·G <= programs + rows, which keeps the bound monotone in rows),
-    the ordering's arrays (buckets: bucket counts and cursors, the grouped int64 candidates;
-    sort: the merged (mono, index) arrays and the sort's int64 positions, counted
+    the ordering's arrays (buckets: bucket counts and cursors, the grouped int64 candidates and
+    their groups; sort: the merged (mono, index) arrays and the sort's int64 positions, counted
     with a separate values array the in-place sort no longer needs) and small
     per-row counters."""
     tc = tc or TOPK
     slots = candidate_slots(k, tc)
-    order = max(slots * 8 + tc.buckets * 8, slots * 8 + slots * 12)
+    order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
     # threshold record (4 int32), total, ties filled, and each row's share of the segment
     # counts (rows·G <= programs + rows: the programs' share is in the fixed term below)
     counters = 16 + 4 + 4 + 4

@@ -43,8 +43,10 @@ except ImportError:
 from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
-from .topk import (_indexer_buckets_kernel, _indexer_merge_kernel, _indexer_segments_kernel,
-                   _indexer_threshold_kernel, _indexer_unpack_kernel, _indexer_window_merge_kernel)
+from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_place_rank_kernel,
+                   _indexer_rank_kernel,
+                   _indexer_segments_kernel, _indexer_threshold_kernel, _indexer_unpack_kernel,
+                   _indexer_window_merge_kernel)
 
 # Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
 # already checked (key: what it was checked against); _longest: the longest key length (key:
@@ -264,14 +266,29 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
            K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
            num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
-    if nb:
+    if nb and rows >= tc.place_rank_rows:
         dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
         g_pad = triton.next_power_of_2(g)
-        launch(_indexer_buckets_kernel, (rows, configs.bucket_programs(rows, g, tc)),
+        launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
             logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
             RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
-            TILE=max(tc.bucket_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.bucket_block,
-            BLOCK_J=tc.bucket_block_j, num_warps=tc.bucket_warps, **dep)
+            TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
+            BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
+        return
+    if nb:
+        dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+        total = empty(rows, dtype=torch.int32, device=dev)
+        filled = empty(rows, dtype=torch.int32, device=dev)
+        launch(_indexer_place_kernel, (rows, g, configs.place_programs(g, k, cand_cap, tc)),
+            logits, stride, thr, seg, counts, bcnt, dense, group, total, filled, idx_out,
+            values, k, RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
+            BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
+            num_warps=tc.place_warps, **dep)
+        launch(_indexer_rank_kernel, (rows, configs.rank_programs(k, cand_cap, tc)),
+            dense, group, total, filled, idx_out, values, k, RETURN_VALUE=p.return_value,
+            CAP=cand_cap,
+            BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
         return
     mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
     cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)

@@ -1,11 +1,9 @@
-"""Phase 2, step 3 for up to TopkConfig.bucket_max_rows rows: bucket groups ranked, one launch.
+"""Phase 2, step 3 for up to TopkConfig.bucket_max_rows rows: bucket groups, then ranks.
 
-Program (r, j) of a row's J owns the buckets whose group of output positions starts in its
-share of the first K positions: it reads all of the row's candidates, moves those of its buckets
-into their groups' slots (an atomic cursor picks the slot inside a group, which decides
-nothing), and, once its block has written them, puts each at its group's first position plus
-the number of larger keys in its group. Owning whole groups is what lets one program both place
-and rank them; with programs per segment instead, ranking had to wait for a second launch.
+`place` gives each bucket a group of slots after all higher buckets and moves each candidate into
+its group (an atomic cursor picks the slot inside the group, which decides nothing); `rank` puts
+each candidate at its group's first slot plus the number of larger keys in its group.
+Latency-bound launches spread over the GPU: at 8–128 rows quicker than a sort's one block per row.
 """
 from __future__ import annotations
 
@@ -14,9 +12,91 @@ import triton.language as tl
 
 from .exact import _exact_select
 from .keys import INT64_MIN, THR_T0, _dependent_start, _index_of, _mono_of, _score_of
-from .segments import _row_candidates
+from .segments import _row_candidates, _segment_count, _segment_slot
 from .threshold import _bucket, _bucket_map
 from .ties import _take_ties
+
+
+@triton.jit
+def _indexer_place_kernel(
+        logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
+        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
+        dense_ptr,  # int64 [R, 2 * K_PAD]: out: the candidates, grouped by bucket, top first
+        grp_ptr,  # int32 [R, 2 * K_PAD]: out: each slot's group, first slot | size << 16
+        tot_ptr,  # int32 [R]: out: candidates placed (those of groups that start before K)
+        fill_ptr,  # int32 [R]: out: output positions after them that hold ties at t0
+        out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]: the ties at t0 written here
+        K, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr, NB: tl.constexpr,
+        BLOCK_N: tl.constexpr, BLOCK_C: tl.constexpr, G_PAD: tl.constexpr, PDL: tl.constexpr):
+    """Program (r, g, p) moves candidates of segment g into the row's bucket groups (grid
+    (rows, G, P); chunk p of BLOCK_C, then p + P, ...: a short row has G = 2 segments, and one
+    program per segment placed its ~1450 candidates in six serial chunks). Bucket b's
+    group starts after every candidate of a higher bucket, and an atomic cursor gives each
+    candidate a slot inside its group (the slot inside a group decides nothing: the rank kernel
+    orders a group by comparing keys). Where fewer than K keys lie above t0 but enough lie at
+    it (ties at the threshold), the candidates are placed and the output positions after them
+    are filled with the first keys at t0 by index, each program writing its segment's share.
+    If fewer than K keys reached t0, or the groups up to position K hold more than CAP (a
+    threshold far too low), program (r, 0, 0) runs the exact select instead and its K keys form a
+    single group. Only the programs p = 0 handle ties (a tied row's places all of its segment),
+    and (r, 0, 0) the fallback and the row's totals."""
+    _dependent_start(PDL)
+    r = tl.program_id(0)
+    g = tl.program_id(1)
+    G = tl.num_programs(1)
+    p = tl.program_id(2)
+    P = tl.num_programs(2)
+    r64 = r.to(tl.int64)
+    CAP: tl.constexpr = 2 * K_PAD
+    tl.static_assert(CAP < 65536, "group words hold a slot and a size in 16 bits each")
+    dst = dense_ptr + r64 * CAP
+    # read before the counts arrive, not after (one dependent round trip fewer): the segment's
+    # first BLOCK_C slots of this program (in bounds: P·BLOCK_C <= CAP), the bucket map and
+    # the bucket counts
+    src = _segment_slot(seg_ptr, r64, g, G, CAP)
+    packed = tl.load(src + p * BLOCK_C + tl.arange(0, BLOCK_C))
+    base, scale = _bucket_map(thr_ptr, r)
+    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
+    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+    # a group that starts at K or later holds no output position: its candidates are not
+    # placed, and the rank kernel stops at the first such start (every start is a group
+    # boundary: an empty bucket's is the next lower group's). So more than CAP candidates are
+    # fine as long as the placed ones fit (and no segment overflowed its slot): a threshold
+    # a little low costs nothing here, where the sort order needs the exact fallback
+    above = total
+    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
+    fits = tl.max(counts, 0) <= CAP
+    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    fill = False
+    if (n > K) & (above < K) & fits & (p == 0):  # (then total == above): enough keys at t0?
+        fill = _take_ties(logits_ptr + r64 * stride_l, n, g, G,
+                          tl.load(thr_ptr + 4 * r + THR_T0), above, K, out_idx_ptr + r64 * K,
+                          out_val_ptr + r64 * K, RETURN_VALUE, False, BLOCK_N)
+    if ok | fill:
+        c = _segment_count(counts, g, G_PAD)
+        group = start | (bcnt << 16)  # placed groups: start < K, start + size <= CAP < 2^16
+        step = tl.where(ok, P, 1) * BLOCK_C  # (fill: p == 0, which then places every chunk)
+        for i0 in range(p * BLOCK_C, c, step):
+            i = i0 + tl.arange(0, BLOCK_C)
+            if i0 > p * BLOCK_C:
+                packed = tl.load(src + i, mask=i < c, other=0)
+            b = _bucket(_mono_of(packed), base, scale, NB)
+            first = tl.gather(start, b, 0)
+            m = (i < c) & (first < K)
+            at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m, sem="relaxed")
+            slot = first + at
+            tl.store(dst + slot, packed, mask=m)
+            tl.store(grp_ptr + r64 * CAP + slot, tl.gather(group, b, 0), mask=m)
+    elif (g == 0) & (p == 0):
+        total = _exact_select(logits_ptr + r64 * stride_l, n, K, dst, dst, CAP, BLOCK_N, True)
+        for i0 in range(0, total, BLOCK_C):
+            i = i0 + tl.arange(0, BLOCK_C)
+            tl.store(grp_ptr + r64 * CAP + i, tl.zeros([BLOCK_C], tl.int32) + (total << 16),
+                     mask=i < total)
+    if (g == 0) & (p == 0):
+        tl.store(tot_ptr + r, total)
+        tl.store(fill_ptr + r, tl.where(fill, K - total, 0))
 
 
 @triton.jit
@@ -44,104 +124,52 @@ def _rank_slots(row, out_idx, out_val, key_i, first, size, K, RETURN_VALUE: tl.c
 
 
 @triton.jit
-def _indexer_buckets_kernel(
-        logits_ptr, stride_l, thr_ptr,
-        seg_ptr, cnt_ptr, G,  # int64 [R, G, CAP] / int32 [R, G]: the segments' candidates
-        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
-        dense_ptr,  # int64 [R, CAP]: the placed candidates, grouped by bucket, top first
+def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
+                RETURN_VALUE: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr):
+    """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
+    to its position (_rank_slots), and positions from min(total + filled, K) on padded
+    (`filled`: the ties at t0 that place wrote after the candidates)."""
+    i = i0 + tl.arange(0, BLOCK_I)
+    if i0 < total:
+        size = tl.where(i < total, grp_i >> 16, 0)
+        _rank_slots(row, out_idx, out_val, key_i, grp_i & 65535, size, K, RETURN_VALUE, BLOCK_J)
+    pad = (i >= total + filled) & (i < K)
+    tl.store(out_idx + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
+    if RETURN_VALUE:
+        tl.store(out_val + i, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
+
+
+@triton.jit
+def _indexer_rank_kernel(
+        dense_ptr, grp_ptr, tot_ptr,  # int64 / int32 [R, CAP], int32 [R]: place's grouped
+        # candidates, their group words, and how many
+        fill_ptr,  # int32 [R]: ties at t0 place wrote after them
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
-        K, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr, NB: tl.constexpr,
-        BLOCK_N: tl.constexpr, TILE: tl.constexpr, G_PAD: tl.constexpr,
-        BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr, PDL: tl.constexpr):
-    """Program (r, j) of J (grid (rows, J), J <= G): positions [j·S, (j + 1)·S) of row r's K,
-    S = ceil(K / J). Bucket b's group starts after every candidate of a higher bucket; the
-    program owns the groups that start in its positions, places their candidates (read from
-    all G segments, TILE at a time as [G_PAD, TILE / G_PAD]) and ranks them; groups that
-    start at K or later hold no output position and are left out. Where fewer than K keys lie
-    above t0 but enough lie at it (ties at the threshold), the candidates are placed and ranked
-    and the positions after them filled with the first keys at t0 by index, each program
-    writing its 1/J of the row's share. Where fewer than K keys reached t0, or the groups up to
-    position K hold more than CAP, each program selects the row's K keys exactly into its own
-    segment slot (the candidates are then not read) and ranks its 1/J of them. Positions past
-    the row's keys get -1 / -inf, each program padding its own."""
+        K, RETURN_VALUE: tl.constexpr, CAP: tl.constexpr, BLOCK_I: tl.constexpr,
+        BLOCK_J: tl.constexpr, PDL: tl.constexpr):
+    """Candidate i goes to position first(i) + #{candidates of its group with a larger key}
+    (keys are unique: (mono, then smaller index) packed; first(i) is the count of candidates in
+    higher groups). Slots are grouped, so each candidate reads its own group's slots only
+    (the group word gives their range). Positions from min(total, K) on get -1 / -inf. The grid
+    covers a little more than K slots (placed groups rarely reach far past K:
+    configs.rank_programs); program p takes blocks p, p + grid, ... up to max(total, K), so the
+    slots past the grid's first pass are still ranked."""
     _dependent_start(PDL)
-    r = tl.program_id(0)
-    j = tl.program_id(1)
-    J = tl.num_programs(1)
-    r64 = r.to(tl.int64)
-    CAP: tl.constexpr = 2 * K_PAD
-    W: tl.constexpr = TILE // G_PAD  # candidates a step from each segment
-    tl.static_assert(W >= 1, "TILE holds at least one candidate of each segment")
+    r64 = tl.program_id(0).to(tl.int64)
+    blk = tl.program_id(1)
+    total = tl.load(tot_ptr + r64)
+    filled = tl.load(fill_ptr + r64)
+    row = dense_ptr + r64 * CAP
+    grp_row = grp_ptr + r64 * CAP
     out_idx = out_idx_ptr + r64 * K
     out_val = out_val_ptr + r64 * K
-    base, scale = _bucket_map(thr_ptr, r)
-    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
-    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-    # the candidates placed: those of groups that start before K (every start is a group
-    # boundary: an empty bucket's is the next lower group's). More than CAP candidates are fine
-    # as long as the placed ones fit and no segment overflowed its slot
-    above = total
-    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
-    fits = tl.max(counts, 0) <= CAP
-    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
-    fill = False
-    if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
-        fill = _take_ties(logits_ptr + r64 * stride_l, n, j, J,
-                          tl.load(thr_ptr + 4 * r + THR_T0), above, K, out_idx, out_val,
-                          RETURN_VALUE, False, BLOCK_N)
-    S = tl.cdiv(K, J)
-    lo = j * S
-    hi = tl.minimum(lo + S, K)
-    row = dense_ptr + r64 * CAP
-    if ok | fill:
-        mine = (start >= lo) & (start < hi) & (bcnt > 0)
-        slot_lo = tl.min(tl.where(mine, start, CAP), 0)
-        slot_hi = tl.max(tl.where(mine, start + bcnt, 0), 0)
-        if slot_lo < slot_hi:
-            e = tl.arange(0, TILE)
-            eg = e // W
-            ew = e % W
-            c_e = tl.gather(counts, eg, 0)  # (0 past G: counts are loaded masked)
-            src = seg_ptr + (r64 * G + eg) * CAP + ew
-            nxt = tl.load(src, mask=ew < c_e, other=0)
-            for o in range(0, tl.max(counts, 0), W):
-                packed = nxt
-                m = o + ew < c_e
-                # the next step's candidates load while this step's are placed
-                nxt = tl.load(src + (o + W), mask=o + W + ew < c_e, other=0)
-                b = _bucket(_mono_of(packed), base, scale, NB)
-                first = tl.gather(start, b, 0)
-                m = m & (first >= lo) & (first < hi)
-                at = tl.atomic_add(bcnt_ptr + r64 * (2 * NB) + NB + b, 1, mask=m,
-                                   sem="relaxed")
-                tl.store(row + first + at, packed, mask=m)
-            tl.debug_barrier()  # the slots were written by this program's other threads
-            for i0 in range(slot_lo, slot_hi, BLOCK_I):
-                i = i0 + tl.arange(0, BLOCK_I)
-                inside = i < slot_hi
-                key_i = tl.load(row + i, mask=inside, other=0)
-                b = _bucket(_mono_of(key_i), base, scale, NB)
-                size = tl.where(inside, tl.gather(bcnt, b, 0), 0)
-                _rank_slots(row, out_idx, out_val, key_i, tl.gather(start, b, 0), size, K,
-                            RETURN_VALUE, BLOCK_J)
-        done = tl.where(fill, K, total)
-    else:
-        own = seg_ptr + (r64 * G + j) * CAP  # no program of this row reads candidates
-        done = _exact_select(logits_ptr + r64 * stride_l, n, K, own, own, CAP, BLOCK_N, True)
-        tl.debug_barrier()
-        share = tl.cdiv(done, J)
-        end = tl.minimum(j * share + share, done)
-        for i0 in range(j * share, end, BLOCK_I):
-            i = i0 + tl.arange(0, BLOCK_I)
-            inside = i < end
-            key_i = tl.load(own + i, mask=inside, other=0)
-            _rank_slots(own, out_idx, out_val, key_i, tl.zeros([BLOCK_I], tl.int32),
-                        tl.where(inside, done, 0), K, RETURN_VALUE, BLOCK_J)
-    # positions past the row's keys (and its ties at t0): -1 / -inf
-    for p0 in range(tl.maximum(lo, done), hi, BLOCK_I):
-        p = p0 + tl.arange(0, BLOCK_I)
-        pad = p < hi
-        tl.store(out_idx + p, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
-        if RETURN_VALUE:
-            tl.store(out_val + p, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
+    # the first block is loaded before `total` is known (in bounds: the grid covers at most
+    # CAP slots); slots past it are never used
+    i = blk * BLOCK_I + tl.arange(0, BLOCK_I)
+    _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+                blk * BLOCK_I, total, filled, K, RETURN_VALUE, BLOCK_I, BLOCK_J)
+    step = tl.num_programs(1)
+    for b in range(blk + step, tl.cdiv(tl.maximum(total, K), BLOCK_I), step):
+        i = b * BLOCK_I + tl.arange(0, BLOCK_I)
+        _rank_block(row, out_idx, out_val, tl.load(row + i), tl.load(grp_row + i),
+                    b * BLOCK_I, total, filled, K, RETURN_VALUE, BLOCK_I, BLOCK_J)
