@@ -18,6 +18,29 @@ from .ties import _take_ties
 
 
 @triton.jit
+def _bucket_groups(thr_ptr, cnt_ptr, bcnt_ptr, r, r64, G, K, CAP, NB: tl.constexpr,
+                   G_PAD: tl.constexpr):
+    """Row r's bucket map (base, scale), bucket counts and each group's first position
+    (start: after every candidate of a higher bucket), its keys n, segment counts, candidates
+    in all (above) and placed (total), whether no segment overflowed its slot (fits), and
+    whether the groups serve: the placed candidates reach K and fit CAP, or the row sees at
+    most K keys (ok)."""
+    base, scale = _bucket_map(thr_ptr, r)
+    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+    n, counts, above, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
+    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+    # a group that starts at K or later holds no output position: its candidates are not
+    # placed, and ranking stops at the first such start (every start is a group boundary: an
+    # empty bucket's is the next lower group's). So more than CAP candidates are fine as long
+    # as the placed ones fit (and no segment overflowed its slot): a threshold a little low
+    # costs nothing here, where the sort order needs the exact fallback
+    total = tl.minimum(above, tl.min(tl.where(start >= K, start, above), 0))
+    fits = tl.max(counts, 0) <= CAP
+    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    return base, scale, bcnt, start, n, counts, above, total, fits, ok
+
+
+@triton.jit
 def _indexer_place_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
@@ -55,19 +78,8 @@ def _indexer_place_kernel(
     # the bucket counts
     src = _segment_slot(seg_ptr, r64, g, G, CAP)
     packed = tl.load(src + p * BLOCK_C + tl.arange(0, BLOCK_C))
-    base, scale = _bucket_map(thr_ptr, r)
-    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
-    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-    # a group that starts at K or later holds no output position: its candidates are not
-    # placed, and the rank kernel stops at the first such start (every start is a group
-    # boundary: an empty bucket's is the next lower group's). So more than CAP candidates are
-    # fine as long as the placed ones fit (and no segment overflowed its slot): a threshold
-    # a little low costs nothing here, where the sort order needs the exact fallback
-    above = total
-    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
-    fits = tl.max(counts, 0) <= CAP
-    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    base, scale, bcnt, start, n, counts, above, total, fits, ok = _bucket_groups(
+        thr_ptr, cnt_ptr, bcnt_ptr, r, r64, G, K, CAP, NB, G_PAD)
     fill = False
     if (n > K) & (above < K) & fits & (p == 0):  # (then total == above): enough keys at t0?
         fill = _take_ties(logits_ptr + r64 * stride_l, n, g, G,

@@ -4,7 +4,7 @@ order's place and rank in one launch.
 Program (r, j) of a row's J owns the buckets whose group of output positions starts in its
 share of the first K positions: it reads all of the row's candidates, moves those of its buckets
 into their groups' slots, and, once its block has written them, ranks them within their groups
-(buckets.py says how). Owning whole groups is what lets one program do both; `place`, whose
+(`_rank_slots`, as `rank` does). Owning whole groups is what lets one program do both; `place`, whose
 programs own segments, needs the `rank` launch after it. Every program reads every candidate of
 its row, so this pays where rows are many and a launch more is the larger cost (B=64, 64K,
 next_n=1); at a few rows the two launches' many short programs win (NOTES, session 30).
@@ -14,11 +14,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from .buckets import _bucket_groups, _rank_slots
 from .exact import _exact_select
-from .buckets import _rank_slots
 from .keys import THR_T0, _dependent_start, _mono_of
-from .segments import _row_candidates
-from .threshold import _bucket, _bucket_map
+from .threshold import _bucket
 from .ties import _take_ties
 
 
@@ -26,7 +25,8 @@ from .ties import _take_ties
 def _indexer_place_rank_kernel(
         logits_ptr, stride_l, thr_ptr,
         seg_ptr, cnt_ptr, G,  # int64 [R, G, CAP] / int32 [R, G]: the segments' candidates
-        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
+        bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero; a program
+        # sets its groups' to their first slots)
         dense_ptr,  # int64 [R, CAP]: the placed candidates, grouped by bucket, top first
         out_idx_ptr, out_val_ptr,  # int32 / fp32 [R, K]
         K, RETURN_VALUE: tl.constexpr, K_PAD: tl.constexpr, NB: tl.constexpr,
@@ -53,17 +53,8 @@ def _indexer_place_rank_kernel(
     tl.static_assert(W >= 1, "TILE holds at least one candidate of each segment")
     out_idx = out_idx_ptr + r64 * K
     out_val = out_val_ptr + r64 * K
-    base, scale = _bucket_map(thr_ptr, r)
-    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
-    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-    # the candidates placed: those of groups that start before K (every start is a group
-    # boundary: an empty bucket's is the next lower group's). More than CAP candidates are fine
-    # as long as the placed ones fit and no segment overflowed its slot
-    above = total
-    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
-    fits = tl.max(counts, 0) <= CAP
-    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    base, scale, bcnt, start, n, counts, above, total, fits, ok = _bucket_groups(
+        thr_ptr, cnt_ptr, bcnt_ptr, r, r64, G, K, CAP, NB, G_PAD)
     fill = False
     if (n > K) & (above < K) & fits:  # (then total == above): enough keys at t0?
         fill = _take_ties(logits_ptr + r64 * stride_l, n, j, J,
