@@ -162,10 +162,16 @@ class TopkConfig:
     # calls of at least this many rows (and at most bucket_max_rows) place and rank in one
     # launch (topk/place_rank.py): J programs a row, each owning the groups that start in 1/J
     # of its positions, reading every candidate of the row; J = ceil(place_rank_programs /
-    # rows), at most G (a row in the exact fallback lends each program a segment slot)
+    # rows), at most G (a row in the exact fallback lends each program a segment slot).
+    # Same-call A/B against place then rank: B64 64K next_n=1 176.0 -> 173.6 µs int8, 183.0 ->
+    # 180.3 fp8, B64 4K next_n=2 58.4 -> 54.4, B32 64K next_n=4 214.0 -> 208.7; 8 * 64
+    # programs +1.9 to +2.6 % at 64 rows; with every bucket call in one launch B8 64K lost 13 %
+    # and B1 64K 14 %: at few rows the two launches' many short programs win (H200, session 30)
     place_rank_rows: int = 64
     place_rank_programs: int = 4 * 64
-    place_rank_block: int = 512  # slots a place-rank program ranks a step
+    # slots a place-rank program ranks a step: 512 and 128 equal at 64 rows, 512 -2.5 % at
+    # 128 rows of 4K keys (session 30)
+    place_rank_block: int = 512
     place_rank_tile: int = 1024  # candidates it reads a step, from all segments at once
     # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
     # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
