@@ -60,7 +60,8 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[4] * 10, k_lens=[4000] * 10)]
 KERNELS = ("_indexer_logits_kernel", "_indexer_threshold_kernel", "_indexer_segments_kernel",
            "_indexer_merge_kernel", "_indexer_unpack_kernel",
-           "_indexer_place_kernel", "_indexer_rank_kernel", "_indexer_window_merge_kernel")
+           "_indexer_place_kernel", "_indexer_rank_kernel", "_indexer_place_rank_kernel",
+           "_indexer_window_merge_kernel")
 
 
 class Recorder:
@@ -195,6 +196,12 @@ def main():
     args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
     call(args, kwargs, workers=132)
     configs.LOGITS[("int8", "single")] = lc
+    # calls of as many rows as TopkConfig.place_rank_rows: place and rank in one launch
+    tc = configs.TOPK
+    configs.TOPK = dataclasses.replace(tc, place_rank_rows=1)
+    args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
+    call(args, kwargs, workers=132)
+    configs.TOPK = tc
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
     cuda_indexer._in_graph_or_compile = lambda: True

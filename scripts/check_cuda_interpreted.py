@@ -52,7 +52,8 @@ CASES = [
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cases", nargs="*", type=int, help="case numbers (default: all)")
-    add_topk_options(ap, "buckets", "bucket_max_rows", "min_segment")
+    add_topk_options(ap, "buckets", "bucket_max_rows", "min_segment", "place_rank_rows",
+                     "place_rank_programs")
     ap.add_argument("--block-k", type=int, help="key tile of phase 1 (every path)")
     ap.add_argument("--workspace", type=int, help="workspace budget in bytes (forces chunking)")
     ap.add_argument("--tma", action="store_true", help="key tiles by TMA descriptor where contiguous")

@@ -16,6 +16,8 @@ TOPK_OPTIONS = {
     "threshold_step": "threshold bits per bisection step (1, 2)",
     "samples": "threshold samples per row (at least)",
     "threshold_bits": "bits of the top-k threshold bisected",
+    "place_rank_rows": "rows from which the bucket order places and ranks in one launch",
+    "place_rank_programs": "place-rank programs of all rows together",
 }
 
 

@@ -56,7 +56,8 @@ def test_bar_cases_are_not_chunked(rows, cap):
 
 
 def test_topk_config_rejects_blocks_the_kernels_cannot_tile():
-    for change in (dict(bucket_block=1024), dict(candidate_block=24), dict(buckets=1000)):
+    for change in (dict(bucket_block=1024), dict(candidate_block=24), dict(buckets=1000),
+                   dict(place_rank_tile=1000)):
         with pytest.raises(ValueError, match=next(iter(change))):
             dataclasses.replace(configs.TOPK, **change)
 
@@ -110,6 +111,20 @@ def test_rank_grid_covers_k_and_no_more_than_the_slots(k, slack):
     assert programs * tc.bucket_block >= k
     assert programs <= cap // tc.bucket_block
     assert (programs - 1) * tc.bucket_block < k + slack
+
+
+@pytest.mark.parametrize("programs", [1, 100, 4 * 64, 1 << 20])
+@pytest.mark.parametrize("width", [2048, 4096, 65536, 131072])
+def test_place_rank_programs_lend_each_a_segment_slot(width, programs):
+    """J place-rank programs per row: at least 1, at most G (a row in the exact fallback gives
+    each program a segment slot of its own), and about tc.place_rank_programs over all rows."""
+    tc = dataclasses.replace(configs.TOPK, place_rank_programs=programs)
+    for rows in (1, 8, 64, 128):
+        g = configs.segments(rows, width, tc)
+        j = configs.place_rank_programs(rows, g, tc)
+        assert 1 <= j <= g
+        assert j == g or rows * j >= programs > rows * (j - 1)
+    assert configs.place_rank_programs(64, 16, configs.TOPK) == 4  # B=64, 64K
 
 
 def test_threshold_samples_keep_the_stride():

@@ -376,18 +376,19 @@ def test_all_equal_scores_take_the_exact_path():
 
 
 def _both_orders_agree(monkeypatch, args, kwargs):
-    """The call with its top-k ordered by buckets, then by the sort: each equals the golden,
-    and the two are equal bit for bit."""
+    """The call with its top-k ordered by buckets (place then rank, then both in one launch),
+    then by the sort: each equals the golden, and all are equal bit for bit."""
     import dataclasses
     from custom_ops.backends.cuda import configs
     outs = []
-    for rows in (10_000, 0):
-        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK,
-                                                                 bucket_max_rows=rows))
+    for rows, one_launch in ((10_000, 10_000), (10_000, 1), (0, 10_000)):
+        monkeypatch.setattr(configs, "TOPK", dataclasses.replace(
+            configs.TOPK, bucket_max_rows=rows, place_rank_rows=one_launch))
         poison()
         outs.append(op(*args, **kwargs))
         assert_indexer_close(*outs[-1], args, kwargs)
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    for out in outs[1:]:
+        assert torch.equal(outs[0][0], out[0]) and torch.equal(outs[0][1], out[1])
 
 
 @pytest.mark.parametrize("k", [1, 300, 2047])
@@ -422,6 +423,35 @@ def test_bucket_order_takes_more_candidates_than_slots(monkeypatch, k):
     _both_orders_agree(monkeypatch, args, kwargs)
     # the exact fallback puts its k keys in one group; the placed top group is a few keys
     assert ((groups[0][:, 0] >> 16) < k).all(), (groups[0][:, 0] >> 16).tolist()
+
+
+@pytest.mark.parametrize("k", [512, 2048])
+def test_place_rank_takes_more_candidates_than_slots(monkeypatch, k):
+    """The same far too low threshold with place and rank in one launch: only the groups that
+    start before k are placed (each program's cursors then count its groups' candidates, at
+    least k in all; the exact fallback places none), and the result is the golden's."""
+    import dataclasses
+    from custom_ops.backends.cuda import configs
+    from custom_ops.backends.cuda import indexer as cuda_indexer
+    from custom_ops.backends.cuda.topk import _indexer_place_rank_kernel
+    monkeypatch.setattr(configs, "target_candidates", lambda k, cap: 3 * cap)
+    monkeypatch.setattr(configs, "TOPK", dataclasses.replace(configs.TOPK, place_rank_rows=1))
+    cursors = []
+    real = cuda_indexer.launch
+
+    def spy(kernel, grid, *a, **kw):
+        out = real(kernel, grid, *a, **kw)
+        if kernel is _indexer_place_rank_kernel:
+            # after the kernel, each owned bucket's cursor ends its group: the row's largest
+            # cursor is where its placed candidates end
+            cursors.append(a[6][:, 1].max(1).values.clone())
+        return out
+    monkeypatch.setattr(cuda_indexer, "launch", spy)
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1, 1], k_lens=[60000, 20000, 9000],
+                                       sparse_count=k, return_value=True, device="cuda", seed=k)
+    poison()
+    assert_indexer_close(*op(*args, **kwargs), args, kwargs)
+    assert (cursors[0] >= k).all(), cursors[0].tolist()
 
 
 def test_long_rows_match_the_golden():
@@ -603,7 +633,8 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
     warps of the threshold kernel, programmatic dependent launches (of all of phase 2, or of
     its kernels after the threshold), the ordering: buckets
     (coarse or fine groups; a 1-bit threshold sends rows to the exact fallback; a rank grid of
-    only k slots, whose programs then loop over the slots past it) or torch.sort)
+    only k slots, whose programs then loop over the slots past it; place and rank in one
+    launch, by one program a row or one a segment) or torch.sort)
     change how the candidates are found and ordered, never the result."""
     import dataclasses
     from custom_ops.backends.cuda import configs
@@ -624,6 +655,11 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, False, dict(rank_slots_past_k=0)),  # rank programs loop past the grid
             (20, 1, False, dict(rank_slots_past_k=0, buckets=16, bucket_block=16)),
             (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4)),
+            (20, 1, False, dict(place_rank_rows=1)),  # place and rank in one launch
+            (20, 1, True, dict(place_rank_rows=1, place_rank_programs=1, place_rank_block=128)),
+            (20, 1, False, dict(place_rank_rows=1, place_rank_programs=1 << 20,
+                                place_rank_tile=16, buckets=16)),  # 1 of each segment a step
+            (1, 1, False, dict(place_rank_rows=1, place_rank_programs=1 << 20)),  # fallback
             (20, 1, False, dict(phase2_pdl_max_rows=64)),
             (20, 1, False, dict(sort, phase2_pdl_max_rows=64))):
         monkeypatch.setattr(configs, "TOPK", dataclasses.replace(

@@ -159,6 +159,20 @@ class TopkConfig:
     # (blocks of 64 on 2 warps, 128 on 4 within noise of it, session 20)
     place_warps: int = 4
     rank_warps: int = 1
+    # calls of at least this many rows (and at most bucket_max_rows) place and rank in one
+    # launch (topk/place_rank.py): J programs a row, each owning the groups that start in 1/J
+    # of its positions, reading every candidate of the row; J = ceil(place_rank_programs /
+    # rows), at most G (a row in the exact fallback lends each program a segment slot).
+    # Same-call A/B against place then rank: B64 64K next_n=1 176.0 -> 173.6 µs int8, 183.0 ->
+    # 180.3 fp8, B64 4K next_n=2 58.4 -> 54.4, B32 64K next_n=4 214.0 -> 208.7; 8 * 64
+    # programs +1.9 to +2.6 % at 64 rows; with every bucket call in one launch B8 64K lost 13 %
+    # and B1 64K 14 %: at few rows the two launches' many short programs win (H200, session 30)
+    place_rank_rows: int = 64
+    place_rank_programs: int = 4 * 64
+    # slots a place-rank program ranks a step: 512 and 128 equal at 64 rows, 512 -2.5 % at
+    # 128 rows of 4K keys (session 30)
+    place_rank_block: int = 512
+    place_rank_tile: int = 1024  # candidates it reads a step, from all segments at once
     # candidate slots per row at least (CAP, a power of two). The sampled threshold aims at
     # sqrt(k·CAP) candidates; its count must land in [k, CAP]. With slots of only 2·k, a long
     # row's sample holds too few scores above the threshold for small k: simulated (i.i.d.
@@ -168,7 +182,8 @@ class TopkConfig:
 
     def __post_init__(self):
         # the rank grid is CAP / bucket_block programs and CAP >= 512 (candidate_slots)
-        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block", "min_slots"):
+        for name in ("buckets", "bucket_block", "bucket_block_j", "candidate_block", "min_slots",
+                     "place_rank_block", "place_rank_tile"):
             v = getattr(self, name)
             if v < 1 or v & (v - 1):
                 raise ValueError(f"TopkConfig.{name}={v}: must be a power of two")
@@ -298,6 +313,12 @@ def place_programs(g: int, k: int, cap: int, tc: TopkConfig) -> int:
     10.3); at most cap / candidate_block (a program's first chunk lies inside its slot)."""
     per_segment = -(-target_candidates(k, cap) // g)
     return max(1, min(cap // tc.candidate_block, -(-per_segment // tc.candidate_block)))
+
+
+def place_rank_programs(rows: int, g: int, tc: TopkConfig) -> int:
+    """J: place-rank programs per row, so that rows·J is about tc.place_rank_programs; at most
+    G, the segment slots a row in the exact fallback lends its programs, and at least 1."""
+    return max(1, min(g, -(-tc.place_rank_programs // rows)))
 
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:

@@ -43,7 +43,8 @@ except ImportError:
 from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
-from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_rank_kernel,
+from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_place_rank_kernel,
+                   _indexer_rank_kernel,
                    _indexer_segments_kernel, _indexer_threshold_kernel, _indexer_unpack_kernel,
                    _indexer_window_merge_kernel)
 
@@ -265,6 +266,15 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
            K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
            num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
+    if nb and rows >= tc.place_rank_rows:
+        dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        g_pad = triton.next_power_of_2(g)
+        launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
+            logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
+            RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
+            TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
+            BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
+        return
     if nb:
         dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
         group = empty((rows, cand_cap), dtype=torch.int32, device=dev)

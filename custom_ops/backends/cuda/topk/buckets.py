@@ -18,6 +18,29 @@ from .ties import _take_ties
 
 
 @triton.jit
+def _bucket_groups(thr_ptr, cnt_ptr, bcnt_ptr, r, r64, G, K, CAP, NB: tl.constexpr,
+                   G_PAD: tl.constexpr):
+    """Row r's bucket map (base, scale), bucket counts and each group's first position
+    (start: after every candidate of a higher bucket), its keys n, segment counts, candidates
+    in all (above) and placed (total), whether no segment overflowed its slot (fits), and
+    whether the groups serve: the placed candidates reach K and fit CAP, or the row sees at
+    most K keys (ok)."""
+    base, scale = _bucket_map(thr_ptr, r)
+    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
+    n, counts, above, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
+    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
+    # a group that starts at K or later holds no output position: its candidates are not
+    # placed, and ranking stops at the first such start (every start is a group boundary: an
+    # empty bucket's is the next lower group's). So more than CAP candidates are fine as long
+    # as the placed ones fit (and no segment overflowed its slot): a threshold a little low
+    # costs nothing here, where the sort order needs the exact fallback
+    total = tl.minimum(above, tl.min(tl.where(start >= K, start, above), 0))
+    fits = tl.max(counts, 0) <= CAP
+    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    return base, scale, bcnt, start, n, counts, above, total, fits, ok
+
+
+@triton.jit
 def _indexer_place_kernel(
         logits_ptr, stride_l, thr_ptr, seg_ptr, cnt_ptr,
         bcnt_ptr,  # int32 [R, 2, NB]: bucket counts (complete), cursors (zero)
@@ -55,19 +78,8 @@ def _indexer_place_kernel(
     # the bucket counts
     src = _segment_slot(seg_ptr, r64, g, G, CAP)
     packed = tl.load(src + p * BLOCK_C + tl.arange(0, BLOCK_C))
-    base, scale = _bucket_map(thr_ptr, r)
-    bcnt = tl.load(bcnt_ptr + r64 * (2 * NB) + tl.arange(0, NB))
-    n, counts, total, _ = _row_candidates(thr_ptr, cnt_ptr, r, G, K, CAP, G_PAD)
-    start = tl.cumsum(bcnt, 0, reverse=True) - bcnt
-    # a group that starts at K or later holds no output position: its candidates are not
-    # placed, and the rank kernel stops at the first such start (every start is a group
-    # boundary: an empty bucket's is the next lower group's). So more than CAP candidates are
-    # fine as long as the placed ones fit (and no segment overflowed its slot): a threshold
-    # a little low costs nothing here, where the sort order needs the exact fallback
-    above = total
-    total = tl.minimum(total, tl.min(tl.where(start >= K, start, total), 0))
-    fits = tl.max(counts, 0) <= CAP
-    ok = (n <= K) | ((total >= K) & (total <= CAP) & fits)
+    base, scale, bcnt, start, n, counts, above, total, fits, ok = _bucket_groups(
+        thr_ptr, cnt_ptr, bcnt_ptr, r, r64, G, K, CAP, NB, G_PAD)
     fill = False
     if (n > K) & (above < K) & fits & (p == 0):  # (then total == above): enough keys at t0?
         fill = _take_ties(logits_ptr + r64 * stride_l, n, g, G,
@@ -100,33 +112,39 @@ def _indexer_place_kernel(
 
 
 @triton.jit
+def _rank_slots(row, out_idx, out_val, key_i, first, size, K, RETURN_VALUE: tl.constexpr,
+                BLOCK_J: tl.constexpr):
+    """Keys key_i (slots of `row`; size 0 for lanes without one) to their output positions:
+    their group's first position plus the members of the group (slots first .. first + size)
+    with a larger key, read BLOCK_J a step. Groups are short (a few candidates each), so the
+    steps are as many as the largest group among the lanes needs. (Comparing a block with the
+    slot range of all its groups, [32, 32] pairs a step, spent most of its pairs on other
+    groups: at B=64 that rank kernel issued ~40 warp instructions per slot.)"""
+    beats = tl.zeros(key_i.shape, dtype=tl.int32)
+    group = row + first
+    for t in range(0, tl.max(size, 0), BLOCK_J):
+        for u in tl.static_range(BLOCK_J):
+            # a masked member reads INT64_MIN, which beats no key (none is INT64_MIN: its
+            # index would be 2^32 - 1)
+            key_j = tl.load(group + (t + u), mask=t + u < size, other=INT64_MIN)
+            beats += (key_j > key_i).to(tl.int32)
+    pos = first + beats
+    put = (size > 0) & (pos < K)
+    tl.store(out_idx + pos, _index_of(key_i), mask=put)
+    if RETURN_VALUE:
+        tl.store(out_val + pos, _score_of(_mono_of(key_i)), mask=put)
+
+
+@triton.jit
 def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
                 RETURN_VALUE: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_J: tl.constexpr):
     """Slots i0 .. i0 + BLOCK_I of a row (their keys and group words given): each candidate
-    to its position, and positions from min(total + filled, K) on padded (`filled`: the ties
-    at t0 that place wrote after the candidates). Each slot reads its own group only, BLOCK_J
-    members a step: groups are short (a few candidates each), so the steps are as many as the
-    block's largest group needs. (Comparing each block with the slot range of all its groups,
-    [32, 32] pairs a step, spent most of its pairs on other groups: at B=64 the rank kernel
-    issued ~40 warp instructions per slot and was bound by their issue.)"""
+    to its position (_rank_slots), and positions from min(total + filled, K) on padded
+    (`filled`: the ties at t0 that place wrote after the candidates)."""
     i = i0 + tl.arange(0, BLOCK_I)
-    mine = i < total
-    first = grp_i & 65535
-    size = tl.where(mine, grp_i >> 16, 0)
     if i0 < total:
-        beats = tl.zeros([BLOCK_I], dtype=tl.int32)
-        group = row + first
-        for t0 in range(0, tl.max(size, 0), BLOCK_J):
-            for u in tl.static_range(BLOCK_J):
-                # a masked member reads INT64_MIN, which beats no key (none is INT64_MIN: its
-                # index would be 2^32 - 1)
-                key_j = tl.load(group + (t0 + u), mask=t0 + u < size, other=INT64_MIN)
-                beats += (key_j > key_i).to(tl.int32)
-        pos = first + beats
-        put = mine & (pos < K)
-        tl.store(out_idx + pos, _index_of(key_i), mask=put)
-        if RETURN_VALUE:
-            tl.store(out_val + pos, _score_of(_mono_of(key_i)), mask=put)
+        size = tl.where(i < total, grp_i >> 16, 0)
+        _rank_slots(row, out_idx, out_val, key_i, grp_i & 65535, size, K, RETURN_VALUE, BLOCK_J)
     pad = (i >= total + filled) & (i < K)
     tl.store(out_idx + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
     if RETURN_VALUE:
