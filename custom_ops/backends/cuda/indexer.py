@@ -44,9 +44,8 @@ from . import plans
 from .indexer_metadata import indexer_metadata, num_workers
 from .launch import device_properties, empty, launch, tma_aligned, torch_step, warming
 from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_place_rank_kernel,
-                   _indexer_rank_kernel,
-                   _indexer_segments_kernel, _indexer_threshold_kernel, _indexer_unpack_kernel,
-                   _indexer_window_merge_kernel)
+                   _indexer_rank_kernel, _indexer_segments_kernel, _indexer_threshold_kernel,
+                   _indexer_unpack_kernel, _indexer_window_merge_kernel)
 
 # Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
 # already checked (key: what it was checked against); _longest: the longest key length (key:

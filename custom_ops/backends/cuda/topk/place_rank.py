@@ -4,10 +4,11 @@ order's place and rank in one launch.
 Program (r, j) of a row's J owns the buckets whose group of output positions starts in its
 share of the first K positions: it reads all of the row's candidates, moves those of its buckets
 into their groups' slots, and, once its block has written them, ranks them within their groups
-(`_rank_slots`, as `rank` does). Owning whole groups is what lets one program do both; `place`, whose
-programs own segments, needs the `rank` launch after it. Every program reads every candidate of
-its row, so this pays where rows are many and a launch more is the larger cost (B=64, 64K,
-next_n=1); at a few rows the two launches' many short programs win (NOTES, session 30).
+(`_rank_slots`, as `rank` does). Owning whole groups is what lets one program do both; `place`,
+whose programs own segments, needs the `rank` launch after it. Every program reads every
+candidate of its row, so this pays where rows are many and a launch more is the larger cost
+(B=64, 64K, next_n=1); at a few rows the two launches' many short programs win (NOTES, session
+30).
 """
 from __future__ import annotations
 
@@ -102,10 +103,10 @@ def _indexer_place_rank_kernel(
                 key_i = tl.load(row + i, mask=inside, other=0)
                 b = _bucket(_mono_of(key_i), base, scale, NB)
                 # the cursor now ends the group (read from L2: atomics moved it)
-                end = tl.load(cursor + b, mask=inside, other=0, cache_modifier=".cg")
+                group_end = tl.load(cursor + b, mask=inside, other=0, cache_modifier=".cg")
                 size = tl.load(bcnt_ptr + r64 * (2 * NB) + b, mask=inside, other=0)
-                _rank_slots(row, out_idx, out_val, key_i, end - size, size, K, RETURN_VALUE,
-                            BLOCK_J)
+                _rank_slots(row, out_idx, out_val, key_i, group_end - size, size, K,
+                            RETURN_VALUE, BLOCK_J)
         done = tl.where(fill, K, total)
     else:
         own = seg_ptr + (r64 * G + j) * CAP  # no program of this row reads candidates
