@@ -31,7 +31,7 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
       --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer_cuda.py \
       -k "key_windows_outside_capture or place_rank" 2>&1 | tee "$OUT/memcheck_windows.log" | tail -6
-  echo "memcheck (key windows) exit ${PIPESTATUS[0]}"
+  echo "memcheck (key windows, place_rank) exit ${PIPESTATUS[0]}"
 fi
 if [ "${FUZZ:-1}" = 1 ]; then
   # random calls beyond the tests' sizes against the golden (float64 on the GPU)

@@ -259,31 +259,29 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         WARPS=thr_warps if tc.threshold_per_warp else 0, NB=nb, BLOCK_B=block_b,
         num_warps=thr_warps, **first, **common)
     g = segments(rows, width, tc)
+    g_pad = triton.next_power_of_2(g)
     seg = empty((rows, g, cand_cap), dtype=torch.int64, device=dev)
     counts = empty((rows, g), dtype=torch.int32, device=dev)
     launch(_indexer_segments_kernel, (rows, g), logits, stride, thr, seg, counts, bcnt, width,
            K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
            num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
-    if nb and rows >= tc.place_rank_rows:
-        dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
-        g_pad = triton.next_power_of_2(g)
-        launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
-            logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
-            RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
-            TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
-            BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
-        return
     if nb:
         dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        if rows >= tc.place_rank_rows:  # place and rank in one launch
+            launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
+                logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
+                RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
+                TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
+                BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
+            return
         group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = empty(rows, dtype=torch.int32, device=dev)
         filled = empty(rows, dtype=torch.int32, device=dev)
         launch(_indexer_place_kernel, (rows, g, configs.place_programs(g, k, cand_cap, tc)),
             logits, stride, thr, seg, counts, bcnt, dense, group, total, filled, idx_out,
             values, k, RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
-            BLOCK_C=tc.candidate_block, G_PAD=triton.next_power_of_2(g),
-            num_warps=tc.place_warps, **dep)
+            BLOCK_C=tc.candidate_block, G_PAD=g_pad, num_warps=tc.place_warps, **dep)
         launch(_indexer_rank_kernel, (rows, configs.rank_programs(k, cand_cap, tc)),
             dense, group, total, filled, idx_out, values, k, RETURN_VALUE=p.return_value,
             CAP=cand_cap,
@@ -294,7 +292,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     total = empty(rows, dtype=torch.int32, device=dev)
     launch(_indexer_merge_kernel, (rows, g),
         logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
-        BLOCK_N=tc.block_n, G_PAD=triton.next_power_of_2(g), num_warps=tc.num_warps, **dep)
+        BLOCK_N=tc.block_n, G_PAD=g_pad, num_warps=tc.num_warps, **dep)
     # sorted in place: torch.sort copies its input into the values output unless they are one
     # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
     perm = empty((rows, cand_cap), dtype=torch.int64, device=dev)

@@ -65,7 +65,8 @@ def _indexer_place_rank_kernel(
     lo = j * S
     hi = tl.minimum(lo + S, K)
     row = dense_ptr + r64 * CAP
-    cursor = bcnt_ptr + r64 * (2 * NB) + NB
+    row_cnt = bcnt_ptr + r64 * (2 * NB)  # the row's bucket counts, then its cursors
+    cursor = row_cnt + NB
     if ok | fill:
         # the groups that start in [lo, hi) are those of a bucket range (starts fall as b rises)
         bs = tl.arange(0, NB)
@@ -104,7 +105,7 @@ def _indexer_place_rank_kernel(
                 b = _bucket(_mono_of(key_i), base, scale, NB)
                 # the cursor now ends the group (read from L2: atomics moved it)
                 group_end = tl.load(cursor + b, mask=inside, other=0, cache_modifier=".cg")
-                size = tl.load(bcnt_ptr + r64 * (2 * NB) + b, mask=inside, other=0)
+                size = tl.load(row_cnt + b, mask=inside, other=0)
                 _rank_slots(row, out_idx, out_val, key_i, group_end - size, size, K,
                             RETURN_VALUE, BLOCK_J)
         done = tl.where(fill, K, total)
