@@ -3,7 +3,7 @@
 `place` gives each bucket a group of slots after all higher buckets and moves each candidate into
 its group (an atomic cursor picks the slot inside the group, which decides nothing); `rank` puts
 each candidate at its group's first slot plus the number of larger keys in its group.
-Latency-bound launches spread over the GPU: at 8–128 rows quicker than a sort's one block per row.
+Latency-bound launches spread over the GPU: at 8–256 rows quicker than a sort's one block per row.
 """
 from __future__ import annotations
 
