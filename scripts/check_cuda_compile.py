@@ -55,6 +55,8 @@ CASES = [dict(q_lens=[1, 1, 1, 1], k_lens=[5000, 3000, 700, 64]),
          dict(q_lens=[3, 2, 4], k_lens=[5000, 3000, 700]),
          dict(q_lens=[1] * 8, k_lens=[4000] * 8),
          dict(q_lens=[100, 30], k_lens=[3000, 800], layout="TND"),
+         # more rows than TopkConfig.bucket_max_rows: the sort order
+         dict(q_lens=[300, 30], k_lens=[3000, 800], layout="TND"),
          # more logits than LogitsConfig.gluon_max_keys: fp8 decode on the Triton kernel
          dict(q_lens=[1] * 40, k_lens=[4000] * 40), dict(q_lens=[2] * 20, k_lens=[7000] * 20),
          dict(q_lens=[4] * 10, k_lens=[4000] * 10)]

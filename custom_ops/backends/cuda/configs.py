@@ -138,15 +138,13 @@ class TopkConfig:
     # equal on the H200; NOTES)
     threshold_warps: int = 8
     # ordering of the candidates: up to this many rows by buckets (grouped by score range into
-    # `buckets` groups, each ordered by comparing keys: latency-bound launches that beat
-    # torch.sort's one block per row at 1..64 rows), beyond it by torch.sort (its block radix
-    # sort wins at 256 rows: B64 64K next_n=4 425-432 µs with buckets against 410-417, B64
-    # 16K next_n=4 161-162 against 155-157; at 128 rows buckets gain since session 20's rank:
-    # B64 16K next_n=2 99.4 against 102-106, 64K 249-250 against 250-255, B32 64K next_n=4
-    # 227 against 227-233; H200, session 21). Since place and rank run as one launch
-    # (place_rank_rows below) buckets win at 256 rows too: B64 next_n=4 64K 391.0 -> 388.4 µs
-    # int8, 476.6 -> 472.0 fp8, 16K 149.2 -> 147.0, 4K 87.8 -> 84.3 (same-call A/B, 3 rounds,
-    # H200, session 31)
+    # `buckets` groups, each ordered by comparing keys: latency-bound launches), beyond it by
+    # torch.sort (one block radix sort per row). With place and rank as two launches the sort
+    # won at 256 rows (B64 64K next_n=4 410-417 µs against 425-432; H200, session 21); with
+    # them as one (place_rank_rows below) buckets win there too: B64 next_n=4 64K 391.0 ->
+    # 388.4 µs int8, 476.6 -> 472.0 fp8, 16K 149.2 -> 147.0, 4K 87.8 -> 84.3, B256 16K
+    # next_n=1 211.0 -> 205.3 (same-call A/B, 3 rounds, H200, session 31). Past 256 rows
+    # (prefill, B128 next_n=4) the sort stays: unmeasured against buckets since session 21
     bucket_max_rows: int = 256
     buckets: int = 1024  # NB, a power of two
     bucket_block: int = 32  # candidates per program of the bucket rank kernel (one per thread)
