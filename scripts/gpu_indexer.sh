@@ -27,11 +27,13 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
       | tee "$OUT/memcheck.log" | tail -6
   echo "memcheck exit ${PIPESTATUS[0]}"
   # the key-window path (what a CUDA graph over a wide table runs), called eagerly, and the
-  # one-launch bucket order (the subset above has fewer rows than place_rank_rows)
+  # one-launch bucket order (the subset above has fewer rows than place_rank_rows; the
+  # top-k options run it with one program a row, as at 256 rows)
   PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
       --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer_cuda.py \
-      -k "key_windows_outside_capture or place_rank" 2>&1 | tee "$OUT/memcheck_windows.log" | tail -6
-  echo "memcheck (key windows, place_rank) exit ${PIPESTATUS[0]}"
+      -k "key_windows_outside_capture or place_rank or topk_options" 2>&1 \
+      | tee "$OUT/memcheck_windows.log" | tail -6
+  echo "memcheck (key windows, place_rank, top-k options) exit ${PIPESTATUS[0]}"
 fi
 if [ "${FUZZ:-1}" = 1 ]; then
   # random calls beyond the tests' sizes against the golden (float64 on the GPU)
