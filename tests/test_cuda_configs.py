@@ -119,12 +119,13 @@ def test_place_rank_programs_lend_each_a_segment_slot(width, programs):
     """J place-rank programs per row: at least 1, at most G (a row in the exact fallback gives
     each program a segment slot of its own), and about tc.place_rank_programs over all rows."""
     tc = dataclasses.replace(configs.TOPK, place_rank_programs=programs)
-    for rows in (1, 8, 64, 128):
+    for rows in (1, 8, 64, 128, 256):
         g = configs.segments(rows, width, tc)
         j = configs.place_rank_programs(rows, g, tc)
         assert 1 <= j <= g
         assert j == g or rows * j >= programs > rows * (j - 1)
     assert configs.place_rank_programs(64, 16, configs.TOPK) == 4  # B=64, 64K
+    assert configs.place_rank_programs(256, 4, configs.TOPK) == 1  # B=64, 64K, next_n=4
 
 
 def test_threshold_samples_keep_the_stride():

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Which row counts place_rank should take (NOTES, session 30; one device call, ~4 min). Trees:
+# Which row counts place_rank should take (NOTES, session 30; one device call, ~4 min). Ran in
+# session 31 on trees from 97ed92b (docs/bench/session31_h200.log, call 3; pr256 kept, so the
+# first sed below no longer matches HEAD). Trees:
 #   mkdir -p .probe/base && git archive HEAD | tar -x -C .probe/base
 #   for t in pr256 pr256j2 pr32; do mkdir -p .probe/$t && git archive HEAD | tar -x -C .probe/$t; done
 #   sed -i 's/    bucket_max_rows: int = 128/    bucket_max_rows: int = 256/' .probe/pr256/custom_ops/backends/cuda/configs.py .probe/pr256j2/custom_ops/backends/cuda/configs.py
