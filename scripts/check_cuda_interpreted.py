@@ -67,8 +67,6 @@ def main():
                     help="keys per window, every call treated as captured in a CUDA graph")
     ap.add_argument("--tied-keys", type=int,
                     help="the cache's keys as N distinct vectors (0: 97 %% of them zero)")
-    ap.add_argument("--linear-half", action="store_true",
-                    help="int8 calls of 2-4 tokens a unit in the |x| form (configs.LINEAR_HALF)")
     add_topk_options(ap, "threshold_step", "samples", "threshold_bits")
     opts = ap.parse_args()
     configs.TOPK = with_topk_options(configs.TOPK, opts)
@@ -81,7 +79,6 @@ def main():
                      rotate_epilogue=opts.rotate)  # on where given, else as set
         configs.LOGITS[key] = dataclasses.replace(
             lc, **{name: on or getattr(lc, name) for name, on in flags.items()})
-    configs.LINEAR_HALF = configs.LINEAR_HALF or opts.linear_half
     if opts.workspace is not None:
         cuda_indexer.WORKSPACE_BYTES = opts.workspace
     if opts.wide_table:

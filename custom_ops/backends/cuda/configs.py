@@ -225,19 +225,6 @@ LOGITS = {
 }
 LOGITS[("fp8", "pair")] = LOGITS[("fp8", "stacked")]
 
-# int8 calls whose units hold 2 to 4 query tokens (decode, next_n 2-4) score their heads as
-# ½a·|d| plus one dot a key tile against digits of u = Σ ½a·q (`indexer_linear`), on every
-# phase-1 path of such a call (the paths give the same bits), instead of a ReLU per head.
-LINEAR_HALF = False
-LINEAR_HALF_TOKENS = (2, 4)
-
-
-def linear_half(is_int8: bool, unit_tokens: int) -> bool:
-    """Whether a call's phase 1 uses the |x| form with linear halves (LINEAR_HALF)."""
-    lo, hi = LINEAR_HALF_TOKENS
-    return LINEAR_HALF and is_int8 and lo <= unit_tokens <= hi
-
-
 TOPK = TopkConfig(samples=4096, block_n=1024, num_warps=8, programs=8 * 132,
                   min_segment=2048)
 

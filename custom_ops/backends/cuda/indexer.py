@@ -34,7 +34,6 @@ from ... import _checks, metadata as md
 from . import configs
 from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
-from .indexer_linear import DIGITS, _indexer_linear_kernel
 from .indexer_logits import _indexer_logits_kernel
 
 try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp8 calls)
@@ -197,15 +196,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     contig = p.block_size % lc.block_k == 0
     split = lc.split_dot and nq >= 4
     check = meta if check is None else check
-    lin = configs.linear_half(is_int8, unit_tokens)
-    digits = scales = err  # (unread without lin)
-    if lin:  # each query row's digits of u and their scale, for every path of the call
-        h, d = query.shape[-2:]
-        q_rows = query.numel() // (h * d)
-        digits = empty((q_rows * DIGITS, d), dtype=torch.int8, device=dev)
-        scales = empty((q_rows,), dtype=torch.float32, device=dev)
-        launch(_indexer_linear_kernel, (q_rows,), query, weights, qscale, digits, scales, H=h,
-               D=d, num_warps=4)
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys
     ctas = 2 if lc.gluon_two_ctas_keys and rows * width >= lc.gluon_two_ctas_keys else 1
@@ -224,7 +214,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
             stages=lc.gluon_stages, pdl=pdl, common=common,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas,
-            steal=steal, linear=(digits, scales) if lin else None)
+            steal=steal)
     else:
         tma = lc.tma and contig and _tma_ok(key)
         keys = key
@@ -235,7 +225,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         launch(_indexer_logits_kernel, (workers * lc.programs_per_worker,),
             query, weights, qscale, keys, key.stride(0), kscale, kscale.stride(0),
             block_table, block_table.stride(0), asq_arg, ask, meta, check, err, logits, stride,
-            digits, scales,
             p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, PAGE=p.block_size,
             FP8_AS_F16=fp8_as_f16, MODE=mode, NQ=nq, CONTIG=contig, TMA=tma,
             KS_PAIRS=lc.scale_pairs and contig and _pairs_ok(kscale), SPLIT=split,
@@ -243,7 +232,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
             P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
-            LIN=lin, num_warps=lc.num_warps, **common,
+            num_warps=lc.num_warps, **common,
             **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
     # phase 2: with pdl (tc.pdl, or at most tc.pdl_max_rows rows) each kernel launches as a
     # programmatic dependent of the one before (its launch overlaps that kernel's tail; it

@@ -24,7 +24,6 @@ import triton
 import triton.language as tl
 
 from .configs import SAMPLE_EVERY as _SAMPLE_EVERY
-from .indexer_linear import DIGITS, _first_slots, _linear_sums, _slot_halves
 
 # scores j with j % SAMPLE_EVERY == 0 are also written at column KEYS_MAX + j // SAMPLE_EVERY
 SAMPLE_EVERY = tl.constexpr(_SAMPLE_EVERY)
@@ -193,14 +192,11 @@ def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
 
 @triton.jit
 def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.constexpr,
-                D: tl.constexpr, LIN: tl.constexpr = False):
-    """Query row [H, D] and its head weights weights·qscale [H] (float32, exact for fp16;
-    halved with LIN: the |x| form of the head sum, `indexer_linear`)."""
+                D: tl.constexpr):
+    """Query row [H, D] and its head weights weights·qscale [H] (float32, exact for fp16)."""
     offs_h = tl.arange(0, H)
     q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + tl.arange(0, D)[None, :])
     a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
-    if LIN:
-        a = a * 0.5
     if FP8_AS_F16:
         q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, a
@@ -215,26 +211,18 @@ def _dot(k, q):
 
 
 @triton.jit
-def _head_sum(x, ks, a, lin=None):
-    """kscale · Σ_g a[g] · ReLU(x[:, g]) for the dots x [BLOCK_K, H] of one token: [BLOCK_K].
-    With `lin` (that token's linear half L [BLOCK_K], `indexer_linear`; a halved):
-    kscale · (Σ_g a[g] · |x[:, g]| + L), the same score."""
+def _head_sum(x, ks, a):
+    """kscale · Σ_g a[g] · ReLU(x[:, g]) for the dots x [BLOCK_K, H] of one token: [BLOCK_K]."""
     # + 0.0 turns a -0.0 score into +0.0 (they must sort alike) in the same FFMA as the scale,
     # bit-identical otherwise: the product is rounded once either way
-    if lin is None:
-        return tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks + 0.0
-    return (tl.sum(tl.abs(x.to(tl.float32)) * a[None, :], axis=1) + lin) * ks + 0.0
+    return tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks + 0.0
 
 
 @triton.jit
-def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr, lin=None):
-    """[BLOCK_K, NQ] scores from the dots x [BLOCK_K, NQ·H] of NQ stacked tokens (with `lin`,
-    their linear halves [BLOCK_K, NQ]: as _head_sum)."""
-    if lin is None:
-        w = tl.maximum(x.to(tl.float32), 0.0) * a[None, :]
-        return tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None] + 0.0  # as above
-    w = tl.abs(x.to(tl.float32)) * a[None, :]
-    return (tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) + lin) * ks[:, None] + 0.0
+def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr):
+    """[BLOCK_K, NQ] scores from the dots x [BLOCK_K, NQ·H] of NQ stacked tokens."""
+    w = tl.maximum(x.to(tl.float32), 0.0) * a[None, :]
+    return tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None] + 0.0  # as above
 
 
 @triton.jit
@@ -256,14 +244,12 @@ def _store_scores(row_ptr, samp_col, j, score, mask):
 
 @triton.jit
 def _store_tokens(out_ptr, stride_out, samp_col, rows, vis, lo, t, x, ks, a, NQ: tl.constexpr,
-                  H: tl.constexpr, BLOCK_K: tl.constexpr, lin=None):
-    """Store the scores of the tile of keys [t, t + BLOCK_K) (dots x, scales ks; `lin`: the
-    linear halves, _head_sums) for the NQ stacked tokens `rows`, each up to its visible length
-    `vis`, keys below `lo` left out."""
+                  H: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Store the scores of the tile of keys [t, t + BLOCK_K) (dots x, scales ks) for the NQ
+    stacked tokens `rows`, each up to its visible length `vis`, keys below `lo` left out."""
     j = t + tl.arange(0, BLOCK_K)
     _store_scores(out_ptr + rows[None, :] * stride_out, samp_col, j[:, None],
-                  _head_sums(x, ks, a, NQ, H, lin),
-                  (j[:, None] >= lo) & (j[:, None] < vis[None, :]))
+                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]))
 
 
 @triton.jit
@@ -278,44 +264,28 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 
 @triton.jit
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
-                   NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr, LIN: tl.constexpr = False):
+                   NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
-    weights·qscale [NQ·H] (halved with LIN). Tokens not `live` read row `first` (a live one: in
-    bounds, finite) and get zero head weights; their scores are never stored."""
+    weights·qscale [NQ·H]. Tokens not `live` read row `first` (a live one: in bounds, finite)
+    and get zero head weights; their scores are never stored."""
     qrow = tl.where(live, rows, first)
     qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
     qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
     qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
                   0.0)
-    if LIN:
-        qa = qa * 0.5
     if FP8_AS_F16:
         q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, qa
 
 
 @triton.jit
-def _stacked_digits(dig_ptr, ls_ptr, row0, g, s_hi, first, D: tl.constexpr):
-    """The linear halves' digit rows of the four token slots [g, g + 4) as one [16, D] int8
-    operand (slot t's digits in rows 4t .. 4t + 3) and the slots' scales s1 [4]
-    (`indexer_linear`); slots past s_hi read row `first` (their scores are never stored)."""
-    slot = tl.arange(0, 4)
-    srow = tl.where(g + slot < s_hi, row0 + g + slot, first).to(tl.int64)
-    drow = (tl.reshape(srow[:, None] * DIGITS + tl.arange(0, DIGITS)[None, :], [4 * DIGITS]))
-    return (tl.load(dig_ptr + drow[:, None] * D + tl.arange(0, D)[None, :]),
-            tl.load(ls_ptr + srow))
-
-
-@triton.jit
 def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, out_ptr,
                     stride_out, samp_col, row0, g, s_hi, s1, s2, j0, j1, NUM_BLOCKS, CMP,
-                    dig_ptr, ls_ptr,
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
                     SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
-                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
-                    LIN: tl.constexpr):
+                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
     all of them, and each token's scores are stored up to its own visible length.
@@ -324,77 +294,57 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
     so the second half's MMA can run while the first half's epilogue is computed (one dot of
     NQ·H columns leaves the tensor cores idle during the whole epilogue). ROTATE: the epilogue
     of the tile's dots (with SPLIT, of its second half's) is deferred to the next tile, after
-    that tile's (first) dot is issued, so every epilogue has a dot in flight under it.
-    LIN (int8, NQ <= 4): the head sums in the |x| form with each tile's linear halves from one
-    more dot, against the tokens' digit rows (`indexer_linear`)."""
+    that tile's (first) dot is issued, so every epilogue has a dot in flight under it."""
     first = (row0 + g).to(tl.int64)  # a live token's row: what dead tokens' queries read
-    if LIN:
-        dig, ls = _stacked_digits(dig_ptr, ls_ptr, row0, g, s_hi, first, D)
     if SPLIT:
         NH: tl.constexpr = NQ // 2
         live0, rows0, vis0 = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NH)
         live1, rows1, vis1 = _tokens(row0, g + NH, s_hi, s1, s2, j1, CMP, CAUSAL, NH)
-        q0, qa0 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows0, live0, first, FP8_AS_F16, NH, H, D,
-                                 LIN)
-        q1, qa1 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows1, live1, first, FP8_AS_F16, NH, H, D,
-                                 LIN)
+        q0, qa0 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows0, live0, first, FP8_AS_F16, NH, H, D)
+        q1, qa1 = _stacked_query(q_ptr, w_ptr, qs_ptr, rows1, live1, first, FP8_AS_F16, NH, H, D)
         # x1, ks1: with ROTATE, the previous tile's (t - BLOCK_K) second-half dots and scales
         # (before the first tile: zeros for keys below j0, never stored). The loop must not
         # carry t itself: Triton does not pipeline a loop that yields its induction variable
         x1 = tl.zeros([BLOCK_K, NH * H], tl.int32 if q1.dtype == tl.int8 else tl.float32)
         ks1 = tl.zeros([BLOCK_K], tl.float32)
-        lin1 = None
-        if LIN:  # (NQ = 4: two tokens a half)
-            lin1 = tl.zeros([BLOCK_K, NH], tl.float32)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
             x0 = _dot(k, q0)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t - BLOCK_K, x1,
-                              ks1, qa1, NH, H, BLOCK_K, lin1)
+                              ks1, qa1, NH, H, BLOCK_K)
             x1 = _dot(k, q1)
-            lin0 = None
-            if LIN:
-                lin0, lin1 = _slot_halves(_linear_sums(_dot(k, dig)) * ls[None, :])
             _store_tokens(out_ptr, stride_out, samp_col, rows0, vis0, j0, t, x0, ks, qa0, NH, H,
-                          BLOCK_K, lin0)
+                          BLOCK_K)
             if not ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t, x1, ks, qa1, NH,
-                              H, BLOCK_K, lin1)
+                              H, BLOCK_K)
             ks1 = ks
         if ROTATE:
             _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0,
-                          _last_tile(j0, j1, BLOCK_K), x1, ks1, qa1, NH, H, BLOCK_K, lin1)
+                          _last_tile(j0, j1, BLOCK_K), x1, ks1, qa1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
-        q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D, LIN)
+        q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
         # ROTATE: the previous tile's dots, as above
         xp = tl.zeros([BLOCK_K, NQ * H], tl.int32 if q.dtype == tl.int8 else tl.float32)
         ksp = tl.zeros([BLOCK_K], tl.float32)
-        linp = None
-        if LIN:
-            linp = tl.zeros([BLOCK_K, NQ], tl.float32)
         for t in tl.range(j0, j1, BLOCK_K, num_stages=NUM_STAGES):
             k, ks = _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
                                PAGE, FP8_AS_F16, CONTIG, TMA, KS_PAIRS, BLOCK_K, D)
             x = _dot(k, q)
-            lin = None
-            if LIN:
-                lin = _first_slots(_linear_sums(_dot(k, dig)) * ls[None, :], NQ)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t - BLOCK_K, xp, ksp,
-                              qa, NQ, H, BLOCK_K, linp)
+                              qa, NQ, H, BLOCK_K)
             else:
                 _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t, x, ks, qa, NQ, H,
-                              BLOCK_K, lin)
+                              BLOCK_K)
             xp = x
             ksp = ks
-            if LIN:
-                linp = lin
         if ROTATE:
             _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0,
-                          _last_tile(j0, j1, BLOCK_K), xp, ksp, qa, NQ, H, BLOCK_K, linp)
+                          _last_tile(j0, j1, BLOCK_K), xp, ksp, qa, NQ, H, BLOCK_K)
 
 
 @triton.jit
@@ -407,7 +357,6 @@ def _indexer_logits_kernel(
         md_ptr, chk_ptr, err_ptr,  # metadata (the schedule), metadata to check as well (the
         # caller's, where md_ptr is a key window's own; else md_ptr), int32 [1024] each; verdict [1]
         out_ptr, stride_out,  # fp32 [R, KEYS_MAX logits, then the row's sample]
-        dig_ptr, ls_ptr,  # LIN: digits int8 [R·4, D] and scales float32 [R] (indexer_linear)
         B, S1, T, NUM_BLOCKS, KEYS_MAX, CMP,  # KEYS_MAX: keys a logits row holds
         PAGE: tl.constexpr, CAUSAL: tl.constexpr, TND: tl.constexpr,
         HAS_ASQ: tl.constexpr, LEADING_ZERO: tl.constexpr, FP8_AS_F16: tl.constexpr,
@@ -416,9 +365,7 @@ def _indexer_logits_kernel(
         NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
-        PDL: tl.constexpr, LIN: tl.constexpr = False):
-    """LIN: int8 calls of two to four tokens a unit, every path: head sums in the |x| form plus
-    each tile's linear halves (`indexer_linear`), one dot more a tile and no ReLU."""
+        PDL: tl.constexpr):
     if PDL:  # phase 2's first kernel may launch as this one's programs finish (its own wait
         tl.extra.cuda.gdc_launch_dependents()  # keeps it from reading the logits early)
     pid = tl.program_id(0)
@@ -483,9 +430,9 @@ def _indexer_logits_kernel(
                     # query loaded once, and each key tile is one dot against all of them
                     _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb,
                                     bt_row, out_ptr, stride_out, KEYS_MAX, row0, s_lo, s_hi, s1,
-                                    s2, j0, j1, NUM_BLOCKS, CMP, dig_ptr, ls_ptr, PAGE, CAUSAL,
-                                    FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE, NUM_STAGES,
-                                    NQ, BLOCK_K, H, D, LIN)
+                                    s2, j0, j1, NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16,
+                                    CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ,
+                                    BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -494,9 +441,9 @@ def _indexer_logits_kernel(
                         jg = tl.minimum(j1, visible_keys(last, s1, s2, CMP, CAUSAL))
                         _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr,
                                         stride_ksb, bt_row, out_ptr, stride_out, KEYS_MAX, row0,
-                                        g, s_hi, s1, s2, j0, jg, NUM_BLOCKS, CMP, dig_ptr,
-                                        ls_ptr, PAGE, CAUSAL, FP8_AS_F16, CONTIG, TMA, KS_PAIRS,
-                                        SPLIT, ROTATE, NUM_STAGES, NQ, BLOCK_K, H, D, LIN)
+                                        g, s_hi, s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
+                                        FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
+                                        NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
@@ -507,16 +454,9 @@ def _indexer_logits_kernel(
                             vis = tl.minimum(visible_keys(s, s1, s2, CMP, CAUSAL), j1)
                             if t < vis:
                                 row = (row0 + s).to(tl.int64)
-                                q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D,
-                                                    LIN)
-                                lin = None
-                                if LIN:  # this token in slot 0 (the others: rows of it again)
-                                    dig, ls = _stacked_digits(dig_ptr, ls_ptr, row0, s, s + 1,
-                                                              row, D)
-                                    lin = tl.reshape(_first_slots(
-                                        _linear_sums(_dot(k, dig)) * ls[None, :], 1), [BLOCK_K])
+                                q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
                                 _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
-                                              _head_sum(_dot(k, q), ks, qa, lin), j < vis)
+                                              _head_sum(_dot(k, q), ks, qa), j < vis)
             i += run
             kb = 0
             b, qb = next_row(b, qb, QB)
