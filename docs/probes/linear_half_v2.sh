@@ -13,7 +13,8 @@
 # whole vs chunked bit-equal (BSND, TND; 4 and 6 tokens); sm_90 compile: Gluon int8 n4 loop
 # 479 instructions, 40-byte stack, n2 259. Predicted: B64 64K n4 -2 to -4 % (probe -4.7 %, less
 # ~4 µs of prepass and the later stage release), B1 64K n2 +3 to +4 µs (the prepass): if small
-# calls lose, gate linear_half by logits count like gluon_steal_keys. Trees:
+# calls lose, set LogitsConfig.linear_half_min_rows (in the patch; rows, not logits, so that an
+# eager call and its graph take one form). Trees:
 #   rm -rf .probe/base .probe/lin2; mkdir -p .probe/base .probe/lin2
 #   git archive HEAD | tar -x -C .probe/base; git archive HEAD | tar -x -C .probe/lin2
 #   (cd .probe/lin2 && git apply ../../docs/probes/linear_half_v2.patch)
