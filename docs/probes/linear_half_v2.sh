@@ -15,15 +15,17 @@
 # ~4 µs of prepass and the later stage release), B1 64K n2 +3 to +4 µs (the prepass): if small
 # calls lose, set LogitsConfig.linear_half_min_rows (in the patch; rows, not logits, so that an
 # eager call and its graph take one form). Trees:
-#   rm -rf .probe/base .probe/lin2; mkdir -p .probe/base .probe/lin2
-#   git archive HEAD | tar -x -C .probe/base; git archive HEAD | tar -x -C .probe/lin2
+#   rm -rf .probe/base .probe/lin2 .probe/ylast; mkdir -p .probe/base .probe/lin2 .probe/ylast
+#   for t in base lin2 ylast; do git archive HEAD | tar -x -C .probe/$t; done
 #   (cd .probe/lin2 && git apply ../../docs/probes/linear_half_v2.patch)
+#   (cd .probe/ylast && git apply ../../docs/probes/abs_linear_ylast.patch)  # the racy probe:
+#   what the same machine gives the form at best (wrong scores, speed only)
 # Run with `carry: [".probe"]`:
 export PYTHONUNBUFFERED=1
 ( cd .probe/lin2 && PYTHONPATH=$PWD:$PWD/scripts timeout 330 python3 -m pytest -q \
     -p no:cacheprovider -n 8 tests/test_indexer_cuda_linear.py tests/test_indexer_cuda.py \
     2>&1 | tail -8 )
 export PYTHONPATH=$PWD:$PWD/scripts
-timeout 200 python3 scripts/ab_trees.py .probe/base .probe/lin2 \
+timeout 250 python3 scripts/ab_trees.py .probe/base .probe/lin2 .probe/ylast \
     --cases B64-64K-n4,B64-16K-n4,B8-64K-n4,B64-64K-n3,B64-64K-n2,B1-64K-n2,B64-64K-n1 \
     --rounds 3 2>&1 | tail -8
