@@ -17,9 +17,10 @@
 # eager call and its graph take one form). Trees:
 #   rm -rf .probe/base .probe/lin2 .probe/ylast; mkdir -p .probe/base .probe/lin2 .probe/ylast
 #   for t in base lin2 ylast; do git archive HEAD | tar -x -C .probe/$t; done
-#   (cd .probe/lin2 && git apply ../../docs/probes/linear_half_v2.patch)
-#   (cd .probe/ylast && git apply ../../docs/probes/abs_linear_ylast.patch)  # the racy probe:
+#   (cd .probe/lin2 && patch -p1 < ../../docs/probes/linear_half_v2.patch)
+#   (cd .probe/ylast && patch -p1 < ../../docs/probes/abs_linear_ylast.patch)  # the racy probe:
 #   what the same machine gives the form at best (wrong scores, speed only)
+# (`patch -p1`, not `git apply`: inside .probe git skips a git-format patch's files silently)
 # Run with `carry: [".probe"]`:
 export PYTHONUNBUFFERED=1
 ( cd .probe/lin2 && PYTHONPATH=$PWD:$PWD/scripts timeout 330 python3 -m pytest -q \

@@ -15,8 +15,11 @@
 # tensor cores run the second dot, +-0 if session 10's non-overlap is the hardware's; next_n=2
 # likewise for pair; fp8 and next_n=1 unchanged (other paths). Trees:
 #   for t in base split pair; do mkdir -p .probe/$t && git archive HEAD | tar -x -C .probe/$t; done
-#   (cd .probe/split && git apply ../../docs/probes/split_wait.patch)
-#   (cd .probe/pair && git apply ../../docs/probes/split_wait_pair.patch)
+#   (cd .probe/split && patch -p1 < ../../docs/probes/split_wait.patch)
+#   (cd .probe/pair && patch -p1 < ../../docs/probes/split_wait_pair.patch)
+# (Not `git apply`: inside .probe, a directory of this repository, it skips every file of a
+# git-format patch and still exits 0; session 32's run of this script measured base three
+# times over.)
 # Run with `carry: [".probe"]`:
 export PYTHONUNBUFFERED=1
 for t in split pair; do
