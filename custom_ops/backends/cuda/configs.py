@@ -206,7 +206,7 @@ LOGITS = {
     # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
     # session 8)
     ("int8", "pair"): LogitsConfig(block_k=64, programs_per_worker=3, num_warps=4, num_stages=5,
-                                   tma=True, gluon_stages=5),
+                                   tma=True, gluon_stages=5, split_dot=True),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,
                                       tma=True, split_dot=True, gluon_stages=5),
     ("int8", "prefill"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=3,

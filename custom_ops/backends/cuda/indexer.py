@@ -194,7 +194,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
     contig = p.block_size % lc.block_k == 0
-    split = lc.split_dot and nq >= 4
+    split = lc.split_dot and (nq >= 4 or nq == 2 and is_int8)
     check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys

@@ -275,21 +275,33 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                                           (c + 1) // STAGES, BLOCK_K, D, A_F16)
                     if not SPLIT:
                         x1 = x0  # (unused)
-                    x0, x1, ks = _tile_done(x0, x1, k, ks_smem, empty, s, FP8, SPLIT, BLOCK_K,
-                                            KEY)
                     j = t + offs_k
-                    if QA_SMEM:
-                        a0 = qa_smem.slice(0, NH * H).load(COL)
-                        a1 = qa_smem.slice(NH * H, NH * H).load(COL)
-                    else:
-                        a0 = qa0
-                        if SPLIT:
-                            a1 = qa1
-                    _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
-                                _head_sums(x0, ks, a0, NH, H))
-                    if SPLIT:
+                    if SPLIT and not FP8:
+                        # the first half's epilogue under the second half's dot: distinct
+                        # accumulators, and both dots read the keys from shared memory
+                        x0 = warpgroup_mma_wait(num_outstanding=1, deps=(x0,))
+                        ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
+                        _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
+                                    _head_sums(x0, ks, qa0, NH, H))
+                        x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x1,))
+                        mbarrier.arrive(empty.index(s))
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
-                                    _head_sums(x1, ks, a1, NH, H))
+                                    _head_sums(x1, ks, qa1, NH, H))
+                    else:
+                        x0, x1, ks = _tile_done(x0, x1, k, ks_smem, empty, s, FP8, SPLIT,
+                                                BLOCK_K, KEY)
+                        if QA_SMEM:
+                            a0 = qa_smem.slice(0, NH * H).load(COL)
+                            a1 = qa_smem.slice(NH * H, NH * H).load(COL)
+                        else:
+                            a0 = qa0
+                            if SPLIT:
+                                a1 = qa1
+                        _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
+                                    _head_sums(x0, ks, a0, NH, H))
+                        if SPLIT:
+                            _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
+                                        _head_sums(x1, ks, a1, NH, H))
                     c += 1
                 if FP8:
                     gl.thread_barrier()  # every warp's dots done before the next block's rows
