@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 
 from .exact import _exact_select
-from .keys import INT64_MIN, THR_T0, _dependent_start, _index_of, _mono_of, _score_of
+from .keys import (INT64_MIN, THR_T0, _dependent_start, _index_of, _mono_of, _score_of,
+                   _store_padding)
 from .segments import _row_candidates, _segment_count, _segment_slot
 from .threshold import _bucket, _bucket_map
 from .ties import _take_ties
@@ -145,10 +146,7 @@ def _rank_block(row, out_idx, out_val, key_i, grp_i, i0, total, filled, K,
     if i0 < total:
         size = tl.where(i < total, grp_i >> 16, 0)
         _rank_slots(row, out_idx, out_val, key_i, grp_i & 65535, size, K, RETURN_VALUE, BLOCK_J)
-    pad = (i >= total + filled) & (i < K)
-    tl.store(out_idx + i, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
-    if RETURN_VALUE:
-        tl.store(out_val + i, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
+    _store_padding(out_idx, out_val, i, (i >= total + filled) & (i < K), RETURN_VALUE)
 
 
 @triton.jit

@@ -35,6 +35,14 @@ def _dependent_start(PDL: tl.constexpr):
 
 
 @triton.jit
+def _store_padding(out_idx, out_val, pos, pad, RETURN_VALUE: tl.constexpr):
+    """SPEC's padding at output positions pos where pad holds: index -1, value -inf."""
+    tl.store(out_idx + pos, tl.full(pos.shape, -1, tl.int32), mask=pad)
+    if RETURN_VALUE:
+        tl.store(out_val + pos, tl.full(pos.shape, float("-inf"), tl.float32), mask=pad)
+
+
+@triton.jit
 def _mono(x):
     bits = x.to(tl.int32, bitcast=True)
     return tl.where(bits < 0, bits ^ 2147483647, bits)

@@ -121,7 +121,8 @@ def _indexer_place_rank_kernel(
             key_i = tl.load(own + i, mask=inside, other=0)
             _rank_slots(own, out_idx, out_val, key_i, tl.zeros([BLOCK_I], tl.int32),
                         tl.where(inside, done, 0), K, RETURN_VALUE, BLOCK_J)
-    # positions past the row's keys (and its ties at t0): -1 / -inf
+    # positions past the row's keys (and its ties at t0): -1 / -inf (written here, not by
+    # keys._store_padding: through it ptxas gives this kernel 149 registers, not 145)
     for p0 in range(tl.maximum(lo, done), hi, BLOCK_I):
         p = p0 + tl.arange(0, BLOCK_I)
         pad = p < hi

@@ -4,7 +4,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from .keys import _mono
+from .keys import _mono, _store_padding
 
 
 @triton.jit
@@ -69,7 +69,4 @@ def _indexer_window_merge_kernel(
         tl.store(out_i + pos, idx, mask=put)
         if RETURN_VALUE:
             tl.store(out_v + pos, val, mask=put)
-    pad = (i >= na + nb) & (i < K)
-    tl.store(out_i + i, tl.full([BLOCK], -1, tl.int32), mask=pad)
-    if RETURN_VALUE:
-        tl.store(out_v + i, tl.full([BLOCK], float("-inf"), tl.float32), mask=pad)
+    _store_padding(out_i, out_v, i, (i >= na + nb) & (i < K), RETURN_VALUE)
