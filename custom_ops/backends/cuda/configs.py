@@ -62,8 +62,10 @@ class LogitsConfig:
     max_registers: int = 0  # ptxas register cap per thread (Triton's maxnreg); 0: none
     # four or more stacked tokens as two halves, both dots issued before either epilogue (MMA of
     # one half under the other's epilogue): B64 64K next_n=4 486 -> 472 µs int8, 642 -> 594 fp8;
-    # prefill 3884 -> 3511 int8, 5013 -> 4633 fp8. Not at two tokens (one token's dot per
-    # half): B64 64K next_n=2 313 -> 349 µs int8 (H200, session 6)
+    # prefill 3884 -> 3511 int8, 5013 -> 4633 fp8. The Triton kernel not at two tokens (one
+    # token's dot per half): B64 64K next_n=2 313 -> 349 µs int8 (H200, session 6); the Gluon
+    # kernel at two int8 tokens too, its first token's epilogue under the second's dot (B64
+    # 64K next_n=2 -1.2 %, next_n=4 -2.7 % from waiting for each half apart; H200, session 33)
     split_dot: bool = False
     # each tile's epilogue (with split_dot, its second half's) deferred past the next tile's
     # (first) dot, so an epilogue runs under a dot in flight. Pays where the MMA is long (fp8 as
@@ -204,7 +206,7 @@ LOGITS = {
                                      max_registers=64, gluon_stages=5, gluon_steal_keys=1 << 21),
     # two int8 tokens (142 registers, no split) fit 3 programs per SM: B64 64K next_n=2 305 ->
     # 281 µs; fp8 (238 registers) 346 -> 412 with 3, so it keeps the stacked config (H200,
-    # session 8)
+    # session 8); split_dot here splits the Gluon kernel's pair only (session 33)
     ("int8", "pair"): LogitsConfig(block_k=64, programs_per_worker=3, num_warps=4, num_stages=5,
                                    tma=True, gluon_stages=5, split_dot=True),
     ("int8", "stacked"): LogitsConfig(block_k=64, programs_per_worker=2, num_warps=4, num_stages=5,

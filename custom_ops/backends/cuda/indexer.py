@@ -194,14 +194,18 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
                   LEADING_ZERO=leading_zero)
     contig = p.block_size % lc.block_k == 0
-    split = lc.split_dot and (nq >= 4 or nq == 2 and is_int8)
+    split = lc.split_dot and nq >= 4
+    # the Gluon kernel splits an int8 pair as well (its first token's epilogue under the
+    # second token's dot: B64 64K next_n=2 -1.2 %, H200, session 33); the Triton kernel's
+    # two-token split lost (LogitsConfig.split_dot)
+    gluon_split = lc.split_dot and (nq >= 4 or nq == 2 and is_int8)
     check = meta if check is None else check
     # (Triton's interpreter runs no Gluon: there the Triton kernel stands in)
     few_keys = not lc.gluon_max_keys or rows * width <= lc.gluon_max_keys
     ctas = 2 if lc.gluon_two_ctas_keys and rows * width >= lc.gluon_two_ctas_keys else 1
     if (lc.gluon_stages and indexer_logits_gluon is not None and not _interpreted()
             and (few_keys or ctas == 2) and contig and _tma_ok(key)
-            and indexer_logits_gluon.applies(query, kscale, mode, nq, split, lc.block_k,
+            and indexer_logits_gluon.applies(query, kscale, mode, nq, gluon_split, lc.block_k,
                                              lc.fp8_as_f16, ctas)):
         steal = None
         if (lc.gluon_steal_keys and rows * width >= lc.gluon_steal_keys and nq == 1
@@ -211,7 +215,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         indexer_logits_gluon.launch_logits(
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,
-            stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=split,
+            stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=gluon_split,
             stages=lc.gluon_stages, pdl=pdl, common=common,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas,
             steal=steal)
