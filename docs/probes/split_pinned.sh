@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The kept split loop with its second wait pinned below the first half's epilogue (session 33,
+# prepared offline; one device call, ~6 min). In the kept loop ptxas hoists the second
+# WARPGROUP.DEPBAR to ~89 instructions after the first, so most of the first half's epilogue
+# runs after both dots. split_pinned.patch puts that epilogue in a branch that is always taken
+# (`if row0 >= 0`): ptxas schedules within a basic block, so the wait stays below it. Offline
+# (sm_90): the wait after the whole first-half epilogue (64 I2FP / FMNMX / FFMA, 8 STG), loop
+# 586 instructions (549 kept), 168 registers, 8-byte stack (one LDL a tile), no C7514. This
+# isolates what session 33's two-tile loop (+7.2 %) mixed with twice the code and a spill:
+# does a warpgroup's own overlap of its epilogue with its second dot buy time?
+# Predicted: B64 64K n4 -1 to -3 % if it does; +1 to +7 % like the two-tile loop if not.
+# Trees:
+#   rm -rf .probe; mkdir -p .probe/base .probe/pin
+#   git archive HEAD | tar -x -C .probe/base; git archive HEAD | tar -x -C .probe/pin
+#   (cd .probe/pin && patch -p1 < ../../docs/probes/split_pinned.patch)
+#   diff -rq .probe/base/custom_ops .probe/pin/custom_ops   # one file differs
+# Run with `carry: [".probe"]`:
+export PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD:$PWD/scripts
+timeout 150 python3 scripts/ab_trees.py .probe/base .probe/pin \
+    --cases B64-64K-n4,B64-16K-n4,B8-64K-n4,B1-64K-n4,B64-64K-n2,B64-16K-n2,B64-64K-n1 \
+    --rounds 3 2>&1 | tail -8
+cd .probe/pin && export PYTHONPATH=$PWD:$PWD/scripts
+timeout 250 python3 -m pytest -x -q -p no:cacheprovider -n 8 tests/test_indexer_cuda.py 2>&1 | tail -2
+PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool memcheck --error-exitcode 17 \
+    python3 -m pytest -x -q -p no:cacheprovider tests/test_indexer_cuda.py \
+    -k "gluon_logits and int8 and (stacked or pair)" 2>&1 | tail -3
