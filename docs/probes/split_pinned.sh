@@ -9,16 +9,20 @@
 # isolates what session 33's two-tile loop (+7.2 %) mixed with twice the code and a spill:
 # does a warpgroup's own overlap of its epilogue with its second dot buy time?
 # Predicted: B64 64K n4 -1 to -3 % if it does; +1 to +7 % like the two-tile loop if not.
+# Third tree, pad (place_rank_padding.patch): place_rank's padding stores through
+# keys._store_padding like the other top-k kernels (offline: 149 registers instead of 145, still
+# 3 programs per SM); adopt it only if B64 64K n1 and B64 4K n2 stay within noise.
 # Trees:
-#   rm -rf .probe; mkdir -p .probe/base .probe/pin
-#   git archive HEAD | tar -x -C .probe/base; git archive HEAD | tar -x -C .probe/pin
+#   rm -rf .probe; mkdir -p .probe/base .probe/pin .probe/pad
+#   for t in base pin pad; do git archive HEAD | tar -x -C .probe/$t; done
 #   (cd .probe/pin && patch -p1 < ../../docs/probes/split_pinned.patch)
-#   diff -rq .probe/base/custom_ops .probe/pin/custom_ops   # one file differs
-# Run with `carry: [".probe"]`:
+#   (cd .probe/pad && patch -p1 < ../../docs/probes/place_rank_padding.patch)
+#   diff -rq .probe/base/custom_ops .probe/pin/custom_ops   # one file differs (and for pad)
+# The pin tree's tests and memcheck follow the A/B (~6-9 min in all). Run with `carry: [".probe"]`:
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:$PWD/scripts
-timeout 150 python3 scripts/ab_trees.py .probe/base .probe/pin \
-    --cases B64-64K-n4,B64-16K-n4,B8-64K-n4,B1-64K-n4,B64-64K-n2,B64-16K-n2,B64-64K-n1 \
+timeout 200 python3 scripts/ab_trees.py .probe/base .probe/pin .probe/pad \
+    --cases B64-64K-n4,B64-16K-n4,B8-64K-n4,B64-64K-n2,B64-4K-n2,B64-64K-n1,B32-64K-n4 \
     --rounds 3 2>&1 | tail -8
 cd .probe/pin && export PYTHONPATH=$PWD:$PWD/scripts
 timeout 250 python3 -m pytest -x -q -p no:cacheprovider -n 8 tests/test_indexer_cuda.py 2>&1 | tail -2
