@@ -6,7 +6,7 @@ up before a device is lent; the numbers also give each variant's occupancy.
 
     pip install --target /tmp/tri triton==3.6.0 "numpy<2.4"
     PYTHONPATH=/tmp/tri python scripts/check_cuda_compile.py [--tma] [--pdl] [--loops] [--sass-hash]
-        [--dump KERNEL] [--threshold-step 2] [--block-n N] [--samples N]
+        [--ptxas-notes] [--dump KERNEL] [--threshold-step 2] [--block-n N] [--samples N]
 
 How: the indexer runs on small CPU inputs with every Triton launch replaced by a recorder (the
 host code, its checks, chunking and config choices run for real; no kernel runs); each recorded
@@ -16,6 +16,8 @@ compile-time constants and launch options. Exit status 1 if any variant spills.
 `--loops` also prints each variant's largest innermost SASS loops (several: a kernel's largest
 is often a rare path's): instructions per iteration, start address and the commonest opcodes;
 `--dump KERNEL` the whole SASS of that kernel's variants, to read a loop the counts point at.
+`--ptxas-notes` reruns ptxas -v on each variant's PTX and prints its performance notes: C7514
+means every wgmma of the kernel runs serialised (session 33's two-tile probe found it so).
 Per-element instruction counts found session 8's phase-2 gains (the segment scan at ~60
 instructions per score) where latency guesses had not.
 
@@ -133,6 +135,21 @@ def sass_hash(kernel) -> str:
     return hashlib.md5(repr(sass_instructions(kernel)).encode()).hexdigest()[:12]
 
 
+def ptxas_notes(kernel) -> list:
+    """ptxas's performance notes on the kernel's PTX, such as C7514 (every wgmma serialised:
+    an accumulator read while a wgmma may still write it, e.g. a dot carried in flight across
+    a loop's back edge). Triton compiles without -v, so they are otherwise never shown."""
+    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "ptxas")
+    with tempfile.TemporaryDirectory() as d:
+        ptx = os.path.join(d, "k.ptx")
+        with open(ptx, "w") as f:
+            f.write(kernel.asm["ptx"])
+        out = subprocess.run([tool, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(d, "k.cubin")],
+                             capture_output=True, text=True, check=True)
+    return [l.split(": ", 1)[-1] for l in (out.stdout + out.stderr).splitlines()
+            if "Performance" in l or "warning" in l.lower()]
+
+
 def innermost_loops(kernel, top: int = 8) -> list:
     """The largest loops of the SASS whose bodies hold no other loop, each as its length, start
     address and mix. Several, because a kernel's largest loop is often a rare path's (place's is
@@ -162,6 +179,8 @@ def main():
                     help="also each variant's largest innermost SASS loops (instructions, mix)")
     ap.add_argument("--sass-hash", action="store_true",
                     help="also a digest of each variant's SASS (compare before/after a refactor)")
+    ap.add_argument("--ptxas-notes", action="store_true",
+                    help="also ptxas's performance notes per variant (C7514: wgmmas serialised)")
     ap.add_argument("--dump", default="", metavar="KERNEL",
                     help="also print the whole SASS of every variant of KERNEL (address, text)")
     add_topk_options(ap, "threshold_step", "block_n", "samples")
@@ -229,6 +248,9 @@ def main():
                 print(f"    {line}", flush=True)
         if opts.sass_hash:
             print(f"    sass {sass_hash(kernel)}", flush=True)
+        if opts.ptxas_notes:
+            for line in ptxas_notes(kernel):
+                print(f"    ptxas: {line}", flush=True)
         if opts.dump and fn.__name__ == opts.dump:
             for adr, text in sass_instructions(kernel):
                 print(f"    {adr:#07x}  {text}")
