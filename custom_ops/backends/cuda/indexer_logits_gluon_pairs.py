@@ -187,14 +187,14 @@ def _tile_done(x0, x1, k, ks_smem, empty, s, FP8: gl.constexpr, SPLIT: gl.conste
                BLOCK_K: gl.constexpr, KEY: gl.constexpr):
     """A consumer's end of the key tile in stage s: its dots waited for (x1 too with SPLIT; an
     fp8 tile's A operand k is registers the dots read until they are done), its key scales read
-    and its stage freed for the loader. Returns the accumulators and the scales."""
+    and its stage freed for the loader. Returns the accumulators and the scales. (An int8 split
+    tile waits for each half apart in the consumer instead.)"""
+    gl.static_assert(FP8 or not SPLIT, "an int8 split tile ends in the consumer")
     if FP8:
         if SPLIT:
             x0, x1, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1, k))
         else:
             x0, k = warpgroup_mma_wait(num_outstanding=0, deps=(x0, k))
-    elif SPLIT:
-        x0, x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x0, x1))
     else:
         x0 = warpgroup_mma_wait(num_outstanding=0, deps=(x0,))
     ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
@@ -290,13 +290,11 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                     else:
                         x0, x1, ks = _tile_done(x0, x1, k, ks_smem, empty, s, FP8, SPLIT,
                                                 BLOCK_K, KEY)
-                        if QA_SMEM:
+                        if QA_SMEM:  # (SPLIT here means fp8, whose weights wait in smem)
                             a0 = qa_smem.slice(0, NH * H).load(COL)
                             a1 = qa_smem.slice(NH * H, NH * H).load(COL)
                         else:
                             a0 = qa0
-                            if SPLIT:
-                                a1 = qa1
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
                                     _head_sums(x0, ks, a0, NH, H))
                         if SPLIT:
