@@ -95,9 +95,14 @@ def compile_launch(fn, args, kwargs):
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
 
 
+def nvidia_tool(name: str) -> str:
+    """Path of a CUDA tool (cuobjdump, ptxas) as bundled with Triton's NVIDIA backend."""
+    return os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", name)
+
+
 def resources(kernel) -> dict:
     """Registers and stack (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
-    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
+    tool = nvidia_tool("cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
@@ -119,7 +124,7 @@ def variant(fn, kwargs) -> str:
 
 def sass_instructions(kernel) -> list:
     """(address, text) of every instruction of the kernel's SASS."""
-    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "cuobjdump")
+    tool = nvidia_tool("cuobjdump")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
@@ -139,7 +144,7 @@ def ptxas_notes(kernel) -> list:
     """ptxas's performance notes on the kernel's PTX, such as C7514 (every wgmma serialised:
     an accumulator read while a wgmma may still write it, e.g. a dot carried in flight across
     a loop's back edge). Triton compiles without -v, so they are otherwise never shown."""
-    tool = os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", "ptxas")
+    tool = nvidia_tool("ptxas")
     with tempfile.TemporaryDirectory() as d:
         ptx = os.path.join(d, "k.ptx")
         with open(ptx, "w") as f:
