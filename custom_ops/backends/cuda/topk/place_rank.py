@@ -17,7 +17,7 @@ import triton.language as tl
 
 from .buckets import _bucket_groups, _rank_slots
 from .exact import _exact_select
-from .keys import THR_T0, _dependent_start, _mono_of
+from .keys import THR_T0, _dependent_start, _mono_of, _store_padding
 from .threshold import _bucket
 from .ties import _take_ties
 
@@ -121,11 +121,7 @@ def _indexer_place_rank_kernel(
             key_i = tl.load(own + i, mask=inside, other=0)
             _rank_slots(own, out_idx, out_val, key_i, tl.zeros([BLOCK_I], tl.int32),
                         tl.where(inside, done, 0), K, RETURN_VALUE, BLOCK_J)
-    # positions past the row's keys (and its ties at t0): -1 / -inf (written here, not by
-    # keys._store_padding: through it ptxas gives this kernel 149 registers, not 145)
+    # positions past the row's keys (and its ties at t0): -1 / -inf
     for p0 in range(tl.maximum(lo, done), hi, BLOCK_I):
         p = p0 + tl.arange(0, BLOCK_I)
-        pad = p < hi
-        tl.store(out_idx + p, tl.full([BLOCK_I], -1, tl.int32), mask=pad)
-        if RETURN_VALUE:
-            tl.store(out_val + p, tl.full([BLOCK_I], float("-inf"), tl.float32), mask=pad)
+        _store_padding(out_idx, out_val, p, p < hi, RETURN_VALUE)
