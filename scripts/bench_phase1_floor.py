@@ -1,6 +1,6 @@
 """Where phase 1 of the CUDA indexer spends its time (one device call; NOTES.md, session 10).
 
-    PYTHONPATH=$PWD python3 scripts/bench_phase1_floor.py [--only floor|overlap|together]
+    PYTHONPATH=$PWD python3 scripts/bench_phase1_floor.py [--only floor|overlap|together|read]
 
 1. `floor`: the logits kernel's time on each bar case with the key cache read from HBM (random
    pages, as bench_indexer.py) against the same call over an L2-resident cache (every sequence's
@@ -23,6 +23,12 @@
    order they start. Each line times one dots program per SM alone, one
    epilogue program per SM alone, and both on every SM, and prints how the together time
    compares with their sum and their maximum.
+4. `read`: the HBM's read-only bandwidth beside the copy bandwidth the benchmark's bars use
+   (a copy turns the bus between reads and writes; the logits pass almost only reads): a Triton
+   reduction over 2 GiB in several shapes, the same over 8 KiB pages of a strided view (the
+   key cache's pattern) in order and in random order, and `torch.sum`, then the logits kernel alone on the
+   B=64 64K next_n=1 cases (the benchmark's strided cache view and a contiguous copy), its
+   bytes read (keys and key scales) per second against both.
 """
 from __future__ import annotations
 
@@ -39,28 +45,34 @@ TILES = 4096  # key tiles per program in the inner-loop runs
 POOL = 64  # distinct key tiles (L2-resident)
 
 
-def floor():
+def _logits_us(n, dtype, pooled=False, contiguous=False):
+    """The logits kernel's µs per call (torch profiler, mean of 5) on the B=64 64K case, its
+    key cache read from HBM or, pooled, L2-resident; the benchmark's strided cache view or
+    (contiguous) a copy of it; and the case's inputs."""
     from torch.profiler import ProfilerActivity, profile
+    a, kw = bi.make_case(64, 65536, n, dtype)
+    if contiguous:
+        a = (a[0], a[1].contiguous(), a[2], a[3], a[4].contiguous())
+    if pooled:
+        bt = kw["block_table"]
+        cols = torch.arange(bt.shape[1], device="cuda", dtype=torch.int32) % POOL
+        kw["block_table"] = cols[None, :].expand_as(bt).contiguous()
+    kw = bi.with_metadata(a, kw, n)
+    for _ in range(3):
+        bi.OP(*a, **kw)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        for _ in range(5):
+            bi.OP(*a, **kw)
+        torch.cuda.synchronize()
+    return sum(e.device_time_total for e in p.key_averages() if "logits" in e.key) / 5, a
+
+
+def floor():
     print(f"{'case':<22} {'HBM us':>9} {'L2 us':>9} {'L2/HBM':>7}")
     for n in (1, 4):
         for dtype in ("int8", "fp8"):
-            times = []
-            for pooled in (False, True):
-                a, kw = bi.make_case(64, 65536, n, dtype)
-                if pooled:
-                    bt = kw["block_table"]
-                    cols = torch.arange(bt.shape[1], device="cuda", dtype=torch.int32) % POOL
-                    kw["block_table"] = cols[None, :].expand_as(bt).contiguous()
-                kw = bi.with_metadata(a, kw, n)
-                for _ in range(3):
-                    bi.OP(*a, **kw)
-                torch.cuda.synchronize()
-                with profile(activities=[ProfilerActivity.CUDA]) as p:
-                    for _ in range(5):
-                        bi.OP(*a, **kw)
-                    torch.cuda.synchronize()
-                times.append(sum(e.device_time_total for e in p.key_averages()
-                                 if "logits" in e.key) / 5)
+            times = [_logits_us(n, dtype, pooled)[0] for pooled in (False, True)]
             print(f"{f'B64-64K-n{n}-{dtype}':<22} {times[0]:9.1f} {times[1]:9.1f} "
                   f"{times[1] / times[0]:7.2f}", flush=True)
 
@@ -324,9 +336,93 @@ def together():
                   f"{b / max(d, e):9.2f}", flush=True)
 
 
+@triton.jit
+def _read_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, ITERS: tl.constexpr):
+    """Program i reads BLOCK·ITERS consecutive int32 (all ITERS loads issued before the sum
+    needs them) and writes one word: a read stream with almost no writes."""
+    base = tl.program_id(0).to(tl.int64) * (BLOCK * ITERS)
+    acc = tl.zeros([BLOCK], tl.int32)
+    for i in tl.static_range(ITERS):
+        acc += tl.load(x_ptr + base + i * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, 0))
+
+
+@triton.jit
+def _paged_read_kernel(x_ptr, blocks_ptr, out_ptr, BLOCK: tl.constexpr, PER: tl.constexpr):
+    """Program i reads blocks[i·PER .. i·PER + PER) of BLOCK int32 each, block b at 2·b·BLOCK
+    (every other block of twice as many, like the benchmark's strided cache view)."""
+    acc = tl.zeros([BLOCK], tl.int32)
+    for j in tl.static_range(PER):
+        b = tl.load(blocks_ptr + tl.program_id(0) * PER + j).to(tl.int64)
+        acc += tl.load(x_ptr + 2 * b * BLOCK + tl.arange(0, BLOCK))
+    tl.store(out_ptr + tl.program_id(0), tl.sum(acc, 0))
+
+
+def _median_us(fn, reps=20):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def read():
+    copy = bi.copy_bandwidth()
+    x = torch.empty(1 << 29, dtype=torch.int32, device="cuda").random_()  # 2 GiB
+    print(f"copy bandwidth (bytes read + written) {copy / 1e12:.3f} TB/s")
+    print(f"{'read-only stream':<34} {'us':>8} {'TB/s':>7} {'/ copy':>7}")
+    best = 0.0
+    for block, iters, warps in ((1024, 1, 4), (1024, 4, 4), (2048, 4, 8), (4096, 2, 8),
+                                (4096, 8, 8)):
+        grid = x.numel() // (block * iters)
+        out = torch.empty(grid, dtype=torch.int32, device="cuda")
+        us = _median_us(lambda: _read_kernel[(grid,)](x, out, block, iters, num_warps=warps))
+        bw = x.numel() * 4 / us * 1e-6
+        best = max(best, bw)
+        print(f"{f'triton {block * 4 // 1024} KiB x {iters}, {warps} warps':<34} {us:8.1f} "
+              f"{bw:7.3f} {bw * 1e12 / copy:7.3f}", flush=True)
+    # the key cache's pattern: 8 KiB pages (64 keys of 128 B) of a strided view, in order and
+    # in a random order; 2 GiB read out of a 4 GiB buffer
+    x2 = torch.empty(1 << 30, dtype=torch.int32, device="cuda").random_()
+    nblk = x2.numel() // (2 * 2048)
+    for order in ("in order", "random"):
+        blocks = torch.arange(nblk, dtype=torch.int32, device="cuda")
+        if order == "random":
+            blocks = blocks[torch.randperm(nblk, device="cuda")]
+        for per, warps in ((1, 4), (4, 8)):
+            out = torch.empty(nblk // per, dtype=torch.int32, device="cuda")
+            us = _median_us(lambda: _paged_read_kernel[(nblk // per,)](x2, blocks, out, 2048, per,
+                                                                        num_warps=warps))
+            bw = nblk * 2048 * 4 / us * 1e-6
+            print(f"{f'8 KiB pages {order}, {per} a program':<34} {us:8.1f} {bw:7.3f} "
+                  f"{bw * 1e12 / copy:7.3f}", flush=True)
+    us = _median_us(lambda: x.sum())
+    bw = x.numel() * 4 / us * 1e-6
+    best = max(best, bw)
+    print(f"{'torch.sum':<34} {us:8.1f} {bw:7.3f} {bw * 1e12 / copy:7.3f}")
+    print(f"{'logits kernel alone':<34} {'us':>8} {'GB read':>8} {'TB/s':>7} {'/ read':>7} "
+          f"{'/ copy':>7}")
+    for dtype in ("int8", "fp8"):
+        for contiguous in (False, True):
+            us, a = _logits_us(1, dtype, contiguous=contiguous)
+            # keys and key scales of every visible token: the cache holds exactly the visible
+            # blocks (every other block of twice as many where it is the strided view)
+            nbytes = sum(t.numel() * t.element_size() for t in (a[1], a[4]))
+            bw = nbytes / us * 1e-6
+            tag = f"B64-64K-n1-{dtype}, {'contiguous' if contiguous else 'strided'} cache"
+            print(f"{tag:<34} {us:8.1f} {nbytes / 1e9:8.3f} {bw:7.3f} {bw / best:7.3f} "
+                  f"{bw * 1e12 / copy:7.3f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=("floor", "overlap", "together"))
+    ap.add_argument("--only", choices=("floor", "overlap", "together", "read"))
     opts = ap.parse_args()
     if opts.only in (None, "floor"):
         floor()
@@ -334,6 +430,8 @@ def main():
         overlap()
     if opts.only in (None, "together"):
         together()
+    if opts.only in (None, "read"):
+        read()
 
 
 if __name__ == "__main__":
