@@ -1,27 +1,34 @@
-"""The Gluon int8 one-token logits kernel (work sharing on, B=64 64K next_n=1) against the same
-kernel whose consumers score nothing: each waits for its tile's copy and releases the stage at
-once (`docs/probes/dry_consumer.patch`). The dry kernel's time is what the loaders' copies take
-alone (session 34). Logits kernel µs (profiler, mean of 5), HBM and L2-resident cache, trees
-taking turns:
+"""The Gluon one-token logits kernel at B=64 64K next_n=1 (int8: one CTA per worker with work
+sharing; fp8: two CTAs per worker) against the same kernel whose consumers score nothing, each
+waiting for its tile's copy and releasing the stage at once (`docs/probes/dry_consumer.patch`,
+int8; `dry_consumer_fp8.patch`), and one whose loaders copy nothing
+(`docs/probes/no_copy_loader.patch`): the loads' time alone and the consumers' (session 34).
+Logits kernel µs (profiler, mean of 5), HBM and L2-resident cache, trees taking turns:
 
-    PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/dry_consumer_probe.py .probe/base .probe/dry
+    PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/dry_consumer_probe.py [--dtype fp8] TREE...
 """
+import argparse
 import os
 import subprocess
 import sys
 
 CODE = ("import bench_phase1_floor as f; "
-        "print(f'{f._logits_us(1, \"int8\")[0]:.1f} {f._logits_us(1, \"int8\", pooled=True)[0]:.1f}')")
+        "print(f'{f._logits_us(1, \"{d}\")[0]:.1f} {f._logits_us(1, \"{d}\", pooled=True)[0]:.1f}')")
 
 
 def main():
-    trees = sys.argv[1:]
-    print(f"{'tree':<24} {'round':>5} {'HBM us':>8} {'L2 us':>8}")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dtype", choices=("int8", "fp8"), default="int8")
+    ap.add_argument("trees", nargs="+")
+    opts = ap.parse_args()
+    trees = opts.trees
+    code = CODE.replace("{d}", opts.dtype)
+    print(f"{opts.dtype + ' tree':<24} {'round':>5} {'HBM us':>8} {'L2 us':>8}")
     for rnd in range(3):
         for tree in trees:
             root = os.path.abspath(tree)
             env = {**os.environ, "PYTHONPATH": f"{root}:{root}/scripts"}
-            out = subprocess.run([sys.executable, "-c", CODE], env=env, cwd=root,
+            out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root,
                                  capture_output=True, text=True)
             line = out.stdout.strip().splitlines()[-1] if out.returncode == 0 else \
                 "failed: " + out.stderr.strip().splitlines()[-1]
