@@ -25,10 +25,10 @@
    compares with their sum and their maximum.
 4. `read`: the HBM's read-only bandwidth beside the copy bandwidth the benchmark's bars use
    (a copy turns the bus between reads and writes; the logits pass almost only reads): a Triton
-   reduction over 2 GiB in several shapes, the same over 8 KiB pages of a strided view (the
-   key cache's pattern) in order and in random order, and `torch.sum`, then the logits kernel alone on the
-   B=64 64K next_n=1 cases (the benchmark's strided cache view and a contiguous copy), its
-   bytes read (keys and key scales) per second against both.
+   reduction over 2 GiB in several shapes, the same over 8 KiB pages of a strided view (the key
+   cache's pattern) in order and in random order, then the logits kernel alone on the B=64 64K
+   next_n=1 cases (the benchmark's strided cache view and a contiguous copy), its bytes read
+   (keys and key scales) per second against both.
 """
 from __future__ import annotations
 
@@ -402,10 +402,6 @@ def read():
             bw = nblk * 2048 * 4 / us * 1e-6
             print(f"{f'8 KiB pages {order}, {per} a program':<34} {us:8.1f} {bw:7.3f} "
                   f"{bw * 1e12 / copy:7.3f}", flush=True)
-    us = _median_us(lambda: x.sum())
-    bw = x.numel() * 4 / us * 1e-6
-    best = max(best, bw)
-    print(f"{'torch.sum':<34} {us:8.1f} {bw:7.3f} {bw * 1e12 / copy:7.3f}")
     print(f"{'logits kernel alone':<34} {'us':>8} {'GB read':>8} {'TB/s':>7} {'/ read':>7} "
           f"{'/ copy':>7}")
     for dtype in ("int8", "fp8"):

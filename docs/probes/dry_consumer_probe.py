@@ -12,8 +12,8 @@ import os
 import subprocess
 import sys
 
-CODE = ("import bench_phase1_floor as f; "
-        "print(f'{f._logits_us(1, \"{d}\")[0]:.1f} {f._logits_us(1, \"{d}\", pooled=True)[0]:.1f}')")
+CODE = ("import bench_phase1_floor as f; print(f'{f._logits_us(1, \"{d}\")[0]:.1f} "
+        "{f._logits_us(1, \"{d}\", pooled=True)[0]:.1f}')")
 
 
 def main():
