@@ -51,21 +51,26 @@ def case_tag(kind: str, batch: int, ctx: int, n: int, dtype: str) -> str:
     return f"decode-B{batch}-ctx{ctx // 1024}K-n{n}-{dtype}"
 
 
+def median_us(fn, reps=20, warmup=3) -> float:
+    """Median µs of fn() between CUDA events, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return statistics.median(times)
+
+
 def copy_bandwidth() -> float:
     """Device-to-device copy, bytes read + written per second (the roofline of this run)."""
     src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").random_()
     dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    times = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        dst.copy_(src)
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    return 2 * src.numel() / statistics.median(times)
+    return 2 * src.numel() / (median_us(lambda: dst.copy_(src)) * 1e-6)
 
 
 def make_case(batch, ctx, next_n, dtype, *, block=64, layout="BSND", seed=0):

@@ -358,20 +358,6 @@ def _paged_read_kernel(x_ptr, blocks_ptr, out_ptr, BLOCK: tl.constexpr, PER: tl.
     tl.store(out_ptr + tl.program_id(0), tl.sum(acc, 0))
 
 
-def _median_us(fn, reps=20):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3)
-    return sorted(times)[len(times) // 2]
-
-
 def read():
     copy = bi.copy_bandwidth()
     x = torch.empty(1 << 29, dtype=torch.int32, device="cuda").random_()  # 2 GiB
@@ -382,7 +368,7 @@ def read():
                                 (4096, 8, 8)):
         grid = x.numel() // (block * iters)
         out = torch.empty(grid, dtype=torch.int32, device="cuda")
-        us = _median_us(lambda: _read_kernel[(grid,)](x, out, block, iters, num_warps=warps))
+        us = bi.median_us(lambda: _read_kernel[(grid,)](x, out, block, iters, num_warps=warps))
         bw = x.numel() * 4 / us * 1e-6
         best = max(best, bw)
         print(f"{f'triton {block * 4 // 1024} KiB x {iters}, {warps} warps':<34} {us:8.1f} "
@@ -397,8 +383,8 @@ def read():
             blocks = blocks[torch.randperm(nblk, device="cuda")]
         for per, warps in ((1, 4), (4, 8)):
             out = torch.empty(nblk // per, dtype=torch.int32, device="cuda")
-            us = _median_us(lambda: _paged_read_kernel[(nblk // per,)](x2, blocks, out, 2048, per,
-                                                                        num_warps=warps))
+            us = bi.median_us(lambda: _paged_read_kernel[(nblk // per,)](
+                x2, blocks, out, 2048, per, num_warps=warps))
             bw = nblk * 2048 * 4 / us * 1e-6
             print(f"{f'8 KiB pages {order}, {per} a program':<34} {us:8.1f} {bw:7.3f} "
                   f"{bw * 1e12 / copy:7.3f}", flush=True)
