@@ -44,7 +44,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
 from triton.runtime.jit import mangle_type
 
-from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
+from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata, l2
 from custom_ops.backends.cuda import indexer_logits_gluon
 from custom_ops.testing import make_indexer_inputs
 from cuda_indexer_call import add_topk_options, call, with_topk_options
@@ -79,8 +79,14 @@ class Recorder:
 
 
 def compile_launch(fn, args, kwargs):
-    names = list(inspect.signature(fn.fn).parameters)
+    params = inspect.signature(fn.fn).parameters
+    names = list(params)
     constexprs = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    # defaulted parameters left out are bound to their defaults as the JIT's binder does
+    # (left unbound, a later constexpr's value took the slot of the first unbound one)
+    constexprs.update({n: p.default for i, (n, p) in enumerate(params.items())
+                       if i >= len(args) and n not in constexprs
+                       and p.default is not inspect.Parameter.empty})
     signature = {n: "constexpr" if n in constexprs else mangle_type(a)
                  for n, a in zip(names, list(args) + [None] * (len(names) - len(args)))}
     # the JIT's own specialisation: pointers and integers divisible by 16 are marked so, which
@@ -117,8 +123,8 @@ def resources(kernel) -> dict:
 def variant(fn, kwargs) -> str:
     keep = ("MODE", "NQ", "FP8_AS_F16", "CONTIG", "TMA", "KS_PAIRS", "SPLIT", "ROTATE",
             "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB", "STEP", "WARPS",
-            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "STEAL", "launch_pdl", "num_warps",
-            "maxnreg")
+            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "STEAL", "KEEP_L2", "launch_pdl",
+            "num_warps", "maxnreg")
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 
@@ -228,6 +234,13 @@ def main():
     args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
     call(args, kwargs, workers=132)
     configs.TOPK = tc
+    # calls whose logits are dropped from L2 after phase 2 (l2.py): the discard kernel
+    keeps = cuda_indexer._keeps_logits
+    cuda_indexer._keeps_logits = lambda nbytes, dev: True
+    l2._discard_lines_kernel = Recorder(l2._discard_lines_kernel, calls)
+    args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
+    call(args, kwargs, workers=132)
+    cuda_indexer._keeps_logits = keeps
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
     cuda_indexer._in_graph_or_compile = lambda: True

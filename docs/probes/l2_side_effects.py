@@ -1,18 +1,19 @@
 """Does an L2 set-aside for persisting lines slow the kernels around the indexer? (session 35)
 
-Session 35's full run with `l2_keep_discard.patch` (30 MB set aside, logits stored evict_last,
-discarded after phase 2 from 8 MiB to L2's size) measured the torch-native implementation
-~16 % slower (median over the cases) than sessions 30-34 did, and the copy bandwidth at the
-end of the run at 2.50 TB/s against 3.77-3.94 before: not a same-call comparison. This one is.
-One process per tree and mode (trees first on PYTHONPATH): the copy bandwidth and the native
-B64 64K next_n=1 time before any indexer call, then the indexer's graph times of a few cases
-(persisting lines of the calls that do not discard pile up), then copy and native again, then
-once more after cudaCtxResetPersistingL2Cache (the stale persisting lines demoted).
+Session 35's full run with the logits kept in L2 (30 MB set aside, every call's scores stored
+evict_last, discarded after phase 2 from 8 MiB to L2's size) measured the torch-native
+implementation ~16 % slower (median over the cases) than sessions 30-34 did, and the copy
+bandwidth at the end of the run at 2.50 TB/s against 3.77-3.94 before: not a same-call
+comparison. This one is. One process per tree and mode (the tree first on PYTHONPATH): the
+copy bandwidth and the native B64 64K next_n=1 time before any indexer call, then the
+indexer's graph times of a few cases (persisting lines of calls that keep nothing would pile
+up), then copy and native again, then once more after cudaCtxResetPersistingL2Cache.
 
-    PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/l2_side_effects.py TREE[:SET_ASIDE_MB]...
+    PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/l2_side_effects.py TREE:MODE...
 
-`TREE:30` sets the context's persisting-L2 limit to 30 MB before anything runs (HEAD's tree:
-the set-aside alone, no evict_last store, no discard).
+MODE off: no set-aside (the default); aside: 30 MB set aside by this script, the op keeping
+nothing (the set-aside alone); keep: CUSTOM_OPS_L2_SET_ASIDE_MB=30 (the op takes it and keeps
+the logits of calls configs.l2_keeps_logits picks).
 """
 import os
 import subprocess
@@ -59,11 +60,12 @@ def main():
     code = f"CASES = {CASES!r}\n" + CHILD
     for rnd in range(2):
         for spec in specs:
-            tree, _, mb = spec.partition(":")
+            tree, _, mode = spec.partition(":")
             root = os.path.abspath(tree)
-            env = {**os.environ, "PYTHONPATH": f"{root}:{root}/scripts"}
-            res = subprocess.run([sys.executable, "-c", code, mb or "0"], env=env, cwd=root,
-                                 capture_output=True, text=True)
+            env = {**os.environ, "PYTHONPATH": f"{root}:{root}/scripts",
+                   "CUSTOM_OPS_L2_SET_ASIDE_MB": "30" if mode == "keep" else "0"}
+            res = subprocess.run([sys.executable, "-c", code, "30" if mode == "aside" else "0"],
+                                 env=env, cwd=root, capture_output=True, text=True)
             line = res.stdout.strip().splitlines()[-1] if res.returncode == 0 else \
                 "failed: " + (res.stderr.strip().splitlines() or ["?"])[-1]
             print(f"{spec:<22} {rnd}  {line}", flush=True)
