@@ -9,7 +9,7 @@ copy bandwidth and the native B64 64K next_n=1 time before any indexer call, the
 indexer's graph times of a few cases (persisting lines of calls that keep nothing would pile
 up), then copy and native again, then once more after cudaCtxResetPersistingL2Cache.
 
-    PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/l2_side_effects.py TREE:MODE...
+    [ROUNDS=1] PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/l2_side_effects.py TREE:MODE...
 
 MODE off: no set-aside (the default); aside: 30 MB set aside by this script, the op keeping
 nothing (the set-aside alone); keep: CUSTOM_OPS_L2_SET_ASIDE_MB=30 (the op takes it and keeps
@@ -56,9 +56,10 @@ print(" | ".join(out), flush=True)
 
 
 def main():
+    rounds = int(os.environ.get("ROUNDS", "1"))
     specs = sys.argv[1:]
     code = f"CASES = {CASES!r}\n" + CHILD
-    for rnd in range(2):
+    for rnd in range(rounds):
         for spec in specs:
             tree, _, mode = spec.partition(":")
             root = os.path.abspath(tree)

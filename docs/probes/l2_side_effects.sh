@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 35's open question, prepared for the next session (one device call, ~4 min): does the
+# Session 35's open question, prepared for the next session (one device call, ~8 min): does the
 # L2 set-aside that keeping the logits in L2 takes (custom_ops/backends/cuda/l2.py, opt-in)
 # slow the kernels around the indexer?
 # Session 35 measured its own gain (every call's scores stored evict_last then; same-call A/B: B64 64K n1 int8 -4.1 %,
@@ -14,10 +14,18 @@
 # Predicted: if the set-aside itself costs other kernels, aside's copy/native "after" figures
 # match keep's; if only the kept lines' traffic does, aside matches off; the "reset" column
 # shows whether lines left persisting (none should be: every evict_last store is discarded) matter.
-# Trees: rm -rf .probe; for t in base all; do mkdir -p .probe/$t; git archive HEAD | tar -x -C .probe/$t; done
+# Then the landed form's own tests on the GPU (it has not run there) and its same-call A/B
+# (keep30: a tree whose configs.L2_SET_ASIDE_MB is 30, i.e. the opt-in as a default).
+# Trees: rm -rf .probe; for t in base all keep30; do mkdir -p .probe/$t;
+#     git archive HEAD | tar -x -C .probe/$t; done
 #   sed -i 's/^L2_KEEP_MIN_BYTES = 8 << 20/L2_KEEP_MIN_BYTES = 0/' .probe/all/custom_ops/backends/cuda/configs.py
-# Run with `carry: [".probe"]`:
+#   sed -i 's/^L2_SET_ASIDE_MB = 0.0/L2_SET_ASIDE_MB = 30.0/' .probe/keep30/custom_ops/backends/cuda/configs.py
+#   diff -rq .probe/base .probe/all; diff -rq .probe/base .probe/keep30   # configs.py each
+# Run with `carry: [".probe"]` (~8 min):
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:$PWD/scripts
-timeout 420 python3 docs/probes/l2_side_effects.py .probe/base:off .probe/base:aside \
+timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_cuda_l2.py 2>&1 | tail -3
+timeout 300 python3 docs/probes/l2_side_effects.py .probe/base:off .probe/base:aside \
     .probe/base:keep .probe/all:keep
+timeout 180 python3 scripts/ab_trees.py .probe/base .probe/keep30 \
+    --cases B64-64K-n1,B64-64K-n1-fp8,B64-128K-n1,B64-64K-n4,B8-64K-n1,T4096-32K --rounds 2 2>&1 | tail -7
