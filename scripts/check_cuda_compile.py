@@ -234,12 +234,17 @@ def main():
     args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
     call(args, kwargs, workers=132)
     configs.TOPK = tc
-    # calls whose logits are dropped from L2 after phase 2 (l2.py): the discard kernel
+    # calls that keep their logits in L2 (l2.py): phase 1's evict_last stores (KEEP_L2) on
+    # every phase-1 path (Gluon one token, pairs, stacked; the Triton kernel's prefill and fp8
+    # decode of many keys; int8 and fp8) and the discard kernel
     keeps = cuda_indexer._keeps_logits
     cuda_indexer._keeps_logits = lambda nbytes, dev: True
     l2._discard_lines_kernel = Recorder(l2._discard_lines_kernel, calls)
-    args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
-    call(args, kwargs, workers=132)
+    for i, case in enumerate(CASES[:3] + CASES[4:5] + CASES[6:]):
+        for qk in (torch.int8, FP8):
+            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
+                                               block_size=64, seed=i)
+            call(args, kwargs, workers=132)
     cuda_indexer._keeps_logits = keeps
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
