@@ -182,6 +182,15 @@ def innermost_loops(kernel, top: int = 8) -> list:
     return lines or ["no loop"]
 
 
+def call_cases(cases):
+    """One call of each case, int8 (fp16 scales) and fp8 (fp32 scales), its launches recorded."""
+    for i, case in enumerate(cases):
+        for qk in (torch.int8, FP8):
+            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
+                                               block_size=64, seed=i)
+            call(args, kwargs, workers=132)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
@@ -208,11 +217,7 @@ def main():
     indexer_metadata._indexer_metadata_kernel = Recorder(meta, calls)
     gluon = indexer_logits_gluon._indexer_logits_gluon_kernel
     indexer_logits_gluon._indexer_logits_gluon_kernel = Recorder(gluon, calls)
-    for i, case in enumerate(CASES):
-        for qk in (torch.int8, FP8):
-            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
-                                               block_size=64, seed=i)
-            call(args, kwargs, workers=132)
+    call_cases(CASES)
     # fp8 one-token calls of as many logits as LogitsConfig.gluon_two_ctas_keys: the Gluon kernel
     # as two CTAs per worker
     lc = configs.LOGITS[("fp8", "single")]
@@ -240,11 +245,7 @@ def main():
     keeps = cuda_indexer._keeps_logits
     cuda_indexer._keeps_logits = lambda nbytes, dev: True
     l2._discard_lines_kernel = Recorder(l2._discard_lines_kernel, calls)
-    for i, case in enumerate(CASES[:3] + CASES[4:5] + CASES[6:]):
-        for qk in (torch.int8, FP8):
-            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
-                                               block_size=64, seed=i)
-            call(args, kwargs, workers=132)
+    call_cases(CASES[:3] + CASES[4:5] + CASES[6:])
     cuda_indexer._keeps_logits = keeps
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024

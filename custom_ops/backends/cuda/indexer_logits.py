@@ -237,17 +237,13 @@ def _store_scores(row_ptr, samp_col, j, score, mask, KEEP_L2: tl.constexpr = Fal
     KEEP_L2 (a call that drops its logits from L2 after phase 2): both evict_last, so that the
     L2 set aside for persisting lines holds them until `l2.discard` drops them unwritten
     (l2.py says why); other calls leave nothing persisting behind."""
+    policy: tl.constexpr = "evict_last" if KEEP_L2 else ""  # "": tl.store's default
+    tl.store(row_ptr + j, score, mask=mask, eviction_policy=policy)
     # every key stored is >= 0 (a rotated epilogue's zero tile below the first key is masked
     # off): a shift and a bit test, not the signed division's rounding fix-up (2-4 instructions
     # fewer a key tile in every logits loop)
-    if KEEP_L2:
-        tl.store(row_ptr + j, score, mask=mask, eviction_policy="evict_last")
-        tl.store(row_ptr + samp_col + (j >> SAMPLE_SHIFT), score,
-                 mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0), eviction_policy="evict_last")
-    else:
-        tl.store(row_ptr + j, score, mask=mask)
-        tl.store(row_ptr + samp_col + (j >> SAMPLE_SHIFT), score,
-                 mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0))
+    tl.store(row_ptr + samp_col + (j >> SAMPLE_SHIFT), score,
+             mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0), eviction_policy=policy)
 
 
 @triton.jit
@@ -257,7 +253,8 @@ def _store_tokens(out_ptr, stride_out, samp_col, rows, vis, lo, t, x, ks, a, NQ:
     stacked tokens `rows`, each up to its visible length `vis`, keys below `lo` left out."""
     j = t + tl.arange(0, BLOCK_K)
     _store_scores(out_ptr + rows[None, :] * stride_out, samp_col, j[:, None],
-                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]), KEEP_L2)
+                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]),
+                  KEEP_L2)
 
 
 @triton.jit
