@@ -483,9 +483,6 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.3f} TB/s", flush=True)
-    from custom_ops.backends.cuda import l2  # the op's set-aside, taken now as its first call would
-    print(f"L2 set aside for persisting lines (the logits, custom_ops/backends/cuda/l2.py): "
-          f"{l2.set_aside(torch.device('cuda'), False) / (1 << 20):.1f} MiB", flush=True)
     if opts.profile:
         profile()
     if opts.sweep:

@@ -44,7 +44,7 @@ from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource, GluonJITFunction
 from triton.runtime.jit import mangle_type
 
-from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata, l2
+from custom_ops.backends.cuda import configs, indexer as cuda_indexer, indexer_metadata
 from custom_ops.backends.cuda import indexer_logits_gluon
 from custom_ops.testing import make_indexer_inputs
 from cuda_indexer_call import add_topk_options, call, with_topk_options
@@ -123,8 +123,8 @@ def resources(kernel) -> dict:
 def variant(fn, kwargs) -> str:
     keep = ("MODE", "NQ", "FP8_AS_F16", "CONTIG", "TMA", "KS_PAIRS", "SPLIT", "ROTATE",
             "BLOCK_K", "NUM_STAGES", "PAGE", "NS", "NB", "STEP", "WARPS",
-            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "STEAL", "KEEP_L2", "launch_pdl",
-            "num_warps", "maxnreg")
+            "BLOCK_N", "BLOCK_C", "BLOCK_I", "BLOCK_J", "PDL", "STEAL", "launch_pdl", "num_warps",
+            "maxnreg")
     return " ".join(f"{k}={kwargs[k]}" for k in keep if k in kwargs)
 
 
@@ -239,14 +239,6 @@ def main():
     args, kwargs = make_indexer_inputs(**CASES[0], sparse_count=2048, block_size=64, seed=0)
     call(args, kwargs, workers=132)
     configs.TOPK = tc
-    # calls that keep their logits in L2 (l2.py): phase 1's evict_last stores (KEEP_L2) on
-    # every phase-1 path (Gluon one token, pairs, stacked; the Triton kernel's prefill and fp8
-    # decode of many keys; int8 and fp8) and the discard kernel
-    keeps = cuda_indexer._keeps_logits
-    cuda_indexer._keeps_logits = lambda nbytes, dev: True
-    l2._discard_lines_kernel = Recorder(l2._discard_lines_kernel, calls)
-    call_cases(CASES[:3] + CASES[4:5] + CASES[6:])
-    cuda_indexer._keeps_logits = keeps
     # a call as captured in a CUDA graph over a wide table: keys in windows, their top-k merged
     configs.GRAPH_LOGITS_BYTES, configs.MIN_WINDOW_KEYS = 0, 1024
     cuda_indexer._in_graph_or_compile = lambda: True

@@ -15,7 +15,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 if [ "${TESTS:-1}" = 1 ]; then
   timeout "${TEST_TIMEOUT:-400}" python3 -m pytest -x -q -p no:cacheprovider -n 8 \
       tests/test_indexer_cuda.py tests/test_indexer.py tests/test_graph.py tests/test_metadata.py \
-      tests/test_cuda_launch.py tests/test_cuda_plans.py tests/test_cuda_l2.py \
+      tests/test_cuda_launch.py tests/test_cuda_plans.py \
       -k cuda 2>&1 | tee "$OUT/pytest.log" | tail -25
   echo "pytest exit ${PIPESTATUS[0]}"
 fi
@@ -34,13 +34,6 @@ if [ "${MEMCHECK:-1}" = 1 ]; then
       -k "key_windows_outside_capture or place_rank or topk_options" 2>&1 \
       | tee "$OUT/memcheck_windows.log" | tail -6
   echo "memcheck (key windows, place_rank, top-k options) exit ${PIPESTATUS[0]}"
-  # logits dropped from L2 after phase 2 (l2.py): the discard and the calls that use it (not
-  # the graph test: no capture without the caching allocator)
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck \
-      --error-exitcode 17 python3 -m pytest -x -q -p no:cacheprovider tests/test_cuda_l2.py \
-      -k "not graph" 2>&1 \
-      | tee "$OUT/memcheck_l2.log" | tail -6
-  echo "memcheck (L2 discard) exit ${PIPESTATUS[0]}"
 fi
 if [ "${FUZZ:-1}" = 1 ]; then
   # random calls beyond the tests' sizes against the golden (float64 on the GPU)

@@ -47,22 +47,6 @@ MIN_WINDOW_KEYS = 32768
 SAMPLE_EVERY = 8
 
 
-# Phase 1's logits kept in L2 and dropped there unwritten after phase 2 (l2.py says why): the
-# environment variable that sizes the context's L2 set-aside for persisting lines (MB; unset:
-# L2_SET_ASIDE_MB; 0 leaves the device limit alone and keeps nothing), and the fewest logits
-# bytes worth the discard launch (~3 µs): B64 16K next_n=1 (4.2 MB) lost 1.3 µs with it, B64
-# 64K (16.8 MB) gained 6 (H200, session 35).
-L2_SET_ASIDE_ENV = "CUSTOM_OPS_L2_SET_ASIDE_MB"
-# the set-aside when the environment says nothing (None: the device's maximum). Off until a
-# same-call measurement shows what a set-aside costs the other kernels of a model's step (a
-# full run with 30 MB measured the torch-native figures ~16 % slower than earlier runs; NOTES,
-# session 35). On the H200 (60 MiB of L2, at most 37.5 MiB set aside) 30 MB gained the
-# indexer 1-4 % on the decode cases (B64 64K next_n=1 -4.1 %) and cost prefill 2 %; the
-# maximum lost 7-11 % everywhere but B64 64K next_n=4 (same-call A/B, session 35).
-L2_SET_ASIDE_MB = 0.0
-L2_KEEP_MIN_BYTES = 8 << 20
-
-
 @dataclasses.dataclass(frozen=True)
 class LogitsConfig:
     block_k: int  # keys per tile
@@ -390,27 +374,3 @@ def logits_path(is_int8: bool, unit_tokens: int) -> tuple[str, LogitsConfig]:
 
 def topk_config() -> TopkConfig:
     return TOPK
-
-
-def l2_set_aside_wanted(env: str | None, device_max: int) -> int:
-    """Bytes of L2 set aside for persisting lines that L2_SET_ASIDE_ENV's text `env` asks for
-    (unset or empty: L2_SET_ASIDE_MB), at most the device's maximum."""
-    if env is None or env.strip() == "":
-        if L2_SET_ASIDE_MB is None:
-            return device_max
-        env = str(L2_SET_ASIDE_MB)
-    try:
-        mb = float(env)
-    except ValueError:
-        raise ValueError(f"{L2_SET_ASIDE_ENV}={env!r}: expected a number of megabytes (0 "
-                         "leaves the device's L2 limit alone)") from None
-    if not mb >= 0:
-        raise ValueError(f"{L2_SET_ASIDE_ENV}={env!r}: must be a number >= 0")
-    return min(int(mb * (1 << 20)), device_max)
-
-
-def l2_keeps_logits(nbytes: int, set_aside: int, l2_bytes: int) -> bool:
-    """Whether a call's `nbytes` of logits are dropped from L2 after phase 2: enough of them to
-    pay for the launch, a set-aside that keeps them there, and no more than L2 holds (beyond it
-    most lines have gone to DRAM before phase 2 reads them)."""
-    return set_aside >= L2_KEEP_MIN_BYTES and L2_KEEP_MIN_BYTES <= nbytes <= l2_bytes

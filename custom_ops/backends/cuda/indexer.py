@@ -31,7 +31,7 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ... import _checks, metadata as md
-from . import configs, l2
+from . import configs
 from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
 from .indexer_logits import _indexer_logits_kernel
@@ -140,13 +140,6 @@ def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
     return unit_tokens, (3 if lc.max_stack > 1 else 0), lc.max_stack, lc
 
 
-def _keeps_logits(nbytes: int, dev: torch.device) -> bool:
-    """Whether a call's `nbytes` of logits stay in L2 and are dropped there after phase 2
-    (l2.py): on a GPU, outside the interpreter, as configs.l2_keeps_logits decides."""
-    return (dev.type == "cuda" and not _interpreted() and configs.l2_keeps_logits(
-        nbytes, l2.set_aside(dev, _in_graph_or_compile()), device_properties(dev).L2_cache_size))
-
-
 def _interpreted() -> bool:
     """Whether Triton runs the kernels in its interpreter (on CPU tensors)."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
@@ -196,8 +189,6 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
         query = query.to(torch.float16)  # exact; spares the per-tile conversion of the token loop
     stride = width + configs.sample_columns(width)  # a row's logits, then its sample
     logits = empty((rows, stride), dtype=torch.float32, device=dev)
-    keep = _keeps_logits(logits.element_size() * rows * stride, dev)
-    keep_l2 = dict(KEEP_L2=True) if keep else {}  # phase 1 stores them evict_last
     err = empty((1,), dtype=torch.int32, device=dev)
     asq_arg = ask if asq is None else asq
     common = dict(CAUSAL=p.sparse_mode == 3, TND=tnd, HAS_ASQ=asq is not None,
@@ -225,7 +216,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             workers, query, weights, qscale, key, kscale,
             block_table, asq_arg, ask, meta, check, err, logits,
             stride, p.batch, s1, rows, p.num_blocks, width, p.cmp_ratio, nq=nq, split=gluon_split,
-            stages=lc.gluon_stages, pdl=pdl, common=dict(common, **keep_l2),
+            stages=lc.gluon_stages, pdl=pdl, common=common,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, ctas=ctas,
             steal=steal)
     else:
@@ -245,7 +236,7 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             NUM_STAGES=lc.num_stages, BLOCK_K=lc.block_k,
             P=lc.programs_per_worker, H=_checks.NUM_HEADS_Q, D=_checks.HEAD_DIM,
             FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, HEADER=md.HEADER_LEN, PDL=pdl,
-            num_warps=lc.num_warps, **common, **keep_l2,
+            num_warps=lc.num_warps, **common,
             **(dict(maxnreg=lc.max_registers) if lc.max_registers else {}))
     # phase 2: with pdl (tc.pdl, or at most tc.pdl_max_rows rows) each kernel launches as a
     # programmatic dependent of the one before (its launch overlaps that kernel's tail; it
@@ -279,15 +270,15 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
            K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n, BLOCK_C=tc.candidate_block,
            num_warps=tc.segment_warps, **dep)
     values = val_out if p.return_value else idx_out
-    if nb and rows >= tc.place_rank_rows:  # place and rank in one launch
+    if nb:
         dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
-        launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
-            logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
-            RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
-            TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
-            BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
-    elif nb:
-        dense = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+        if rows >= tc.place_rank_rows:  # place and rank in one launch
+            launch(_indexer_place_rank_kernel, (rows, configs.place_rank_programs(rows, g, tc)),
+                logits, stride, thr, seg, counts, g, bcnt, dense, idx_out, values, k,
+                RETURN_VALUE=p.return_value, K_PAD=k_pad, NB=nb, BLOCK_N=tc.block_n,
+                TILE=max(tc.place_rank_tile, g_pad), G_PAD=g_pad, BLOCK_I=tc.place_rank_block,
+                BLOCK_J=tc.bucket_block_j, num_warps=tc.place_warps, **dep)
+            return
         group = empty((rows, cand_cap), dtype=torch.int32, device=dev)
         total = empty(rows, dtype=torch.int32, device=dev)
         filled = empty(rows, dtype=torch.int32, device=dev)
@@ -299,23 +290,21 @@ def _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_o
             dense, group, total, filled, idx_out, values, k, RETURN_VALUE=p.return_value,
             CAP=cand_cap,
             BLOCK_I=tc.bucket_block, BLOCK_J=tc.bucket_block_j, num_warps=tc.rank_warps, **dep)
-    else:
-        mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
-        cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)
-        total = empty(rows, dtype=torch.int32, device=dev)
-        launch(_indexer_merge_kernel, (rows, g),
-            logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
-            BLOCK_N=tc.block_n, G_PAD=g_pad, num_warps=tc.num_warps, **dep)
-        # sorted in place: torch.sort copies its input into the values output unless they are
-        # one tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
-        perm = empty((rows, cand_cap), dtype=torch.int64, device=dev)
-        torch_step(_sort_rows, mono, perm)
-        block = min(1024, triton.next_power_of_2(k))
-        launch(_indexer_unpack_kernel, (rows, triton.cdiv(k, block)),
-            mono, perm, cand_cap, cand_idx, total, idx_out, values, k,
-            RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
-    if keep:  # phase 2 has read the logits for the last time: their L2 lines die unwritten
-        l2.discard(logits, **dep)
+        return
+    mono = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    cand_idx = empty((rows, cand_cap), dtype=torch.int32, device=dev)
+    total = empty(rows, dtype=torch.int32, device=dev)
+    launch(_indexer_merge_kernel, (rows, g),
+        logits, stride, thr, seg, counts, mono, cand_idx, total, k, K_PAD=k_pad,
+        BLOCK_N=tc.block_n, G_PAD=g_pad, num_warps=tc.num_warps, **dep)
+    # sorted in place: torch.sort copies its input into the values output unless they are one
+    # tensor (the copy was 67 µs of a 4096-token prefill's 3.5 ms on the H200)
+    perm = empty((rows, cand_cap), dtype=torch.int64, device=dev)
+    torch_step(_sort_rows, mono, perm)
+    block = min(1024, triton.next_power_of_2(k))
+    launch(_indexer_unpack_kernel, (rows, triton.cdiv(k, block)),
+        mono, perm, cand_cap, cand_idx, total, idx_out, values, k,
+        RETURN_VALUE=p.return_value, BLOCK=block, num_warps=4, **dep)
 
 
 def _sort_rows(mono, perm):
@@ -542,6 +531,6 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
         solve()
     else:  # replayed from the plan of its signature (plans.py)
         plans.call((p, rows, leading_zero, workers, width, query.device, lc, topk_config(),
-                    WORKSPACE_BYTES, configs.L2_KEEP_MIN_BYTES, l2.set_aside(query.device, False),
-                    *map(plans.signature, tensors)), tensors, query.device, solve)
+                    WORKSPACE_BYTES, *map(plans.signature, tensors)), tensors, query.device,
+                   solve)
     return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out

@@ -232,29 +232,24 @@ def _last_tile(j0, j1, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _store_scores(row_ptr, samp_col, j, score, mask, KEEP_L2: tl.constexpr = False):
-    """Scores at keys j of rows starting at row_ptr, and the sampled ones again at samp_col.
-    KEEP_L2 (a call that drops its logits from L2 after phase 2): both evict_last, so that the
-    L2 set aside for persisting lines holds them until `l2.discard` drops them unwritten
-    (l2.py says why); other calls leave nothing persisting behind."""
-    policy: tl.constexpr = "evict_last" if KEEP_L2 else ""  # "": tl.store's default
-    tl.store(row_ptr + j, score, mask=mask, eviction_policy=policy)
+def _store_scores(row_ptr, samp_col, j, score, mask):
+    """Scores at keys j of rows starting at row_ptr, and the sampled ones again at samp_col."""
+    tl.store(row_ptr + j, score, mask=mask)
     # every key stored is >= 0 (a rotated epilogue's zero tile below the first key is masked
     # off): a shift and a bit test, not the signed division's rounding fix-up (2-4 instructions
     # fewer a key tile in every logits loop)
     tl.store(row_ptr + samp_col + (j >> SAMPLE_SHIFT), score,
-             mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0), eviction_policy=policy)
+             mask=mask & ((j & (SAMPLE_EVERY - 1)) == 0))
 
 
 @triton.jit
 def _store_tokens(out_ptr, stride_out, samp_col, rows, vis, lo, t, x, ks, a, NQ: tl.constexpr,
-                  H: tl.constexpr, BLOCK_K: tl.constexpr, KEEP_L2: tl.constexpr):
+                  H: tl.constexpr, BLOCK_K: tl.constexpr):
     """Store the scores of the tile of keys [t, t + BLOCK_K) (dots x, scales ks) for the NQ
     stacked tokens `rows`, each up to its visible length `vis`, keys below `lo` left out."""
     j = t + tl.arange(0, BLOCK_K)
     _store_scores(out_ptr + rows[None, :] * stride_out, samp_col, j[:, None],
-                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]),
-                  KEEP_L2)
+                  _head_sums(x, ks, a, NQ, H), (j[:, None] >= lo) & (j[:, None] < vis[None, :]))
 
 
 @triton.jit
@@ -290,8 +285,7 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
                     PAGE: tl.constexpr, CAUSAL: tl.constexpr, FP8_AS_F16: tl.constexpr,
                     CONTIG: tl.constexpr, TMA: tl.constexpr, KS_PAIRS: tl.constexpr,
                     SPLIT: tl.constexpr, ROTATE: tl.constexpr, NUM_STAGES: tl.constexpr,
-                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr,
-                    KEEP_L2: tl.constexpr):
+                    NQ: tl.constexpr, BLOCK_K: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Logits of query tokens [g, min(g + NQ, s_hi)) against compressed keys [j0, j1): the
     tokens are stacked into one [NQ·H, D] query loaded once, each key tile is one dot against
     all of them, and each token's scores are stored up to its own visible length.
@@ -319,17 +313,17 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
             x0 = _dot(k, q0)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t - BLOCK_K, x1,
-                              ks1, qa1, NH, H, BLOCK_K, KEEP_L2)
+                              ks1, qa1, NH, H, BLOCK_K)
             x1 = _dot(k, q1)
             _store_tokens(out_ptr, stride_out, samp_col, rows0, vis0, j0, t, x0, ks, qa0, NH, H,
-                          BLOCK_K, KEEP_L2)
+                          BLOCK_K)
             if not ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0, t, x1, ks, qa1, NH,
-                              H, BLOCK_K, KEEP_L2)
+                              H, BLOCK_K)
             ks1 = ks
         if ROTATE:
             _store_tokens(out_ptr, stride_out, samp_col, rows1, vis1, j0,
-                          _last_tile(j0, j1, BLOCK_K), x1, ks1, qa1, NH, H, BLOCK_K, KEEP_L2)
+                          _last_tile(j0, j1, BLOCK_K), x1, ks1, qa1, NH, H, BLOCK_K)
     else:
         live, rows, vis = _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL, NQ)
         q, qa = _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16, NQ, H, D)
@@ -342,15 +336,15 @@ def _stacked_tokens(q_ptr, w_ptr, qs_ptr, k_ptr, stride_kb, ks_ptr, stride_ksb, 
             x = _dot(k, q)
             if ROTATE:
                 _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t - BLOCK_K, xp, ksp,
-                              qa, NQ, H, BLOCK_K, KEEP_L2)
+                              qa, NQ, H, BLOCK_K)
             else:
                 _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0, t, x, ks, qa, NQ, H,
-                              BLOCK_K, KEEP_L2)
+                              BLOCK_K)
             xp = x
             ksp = ks
         if ROTATE:
             _store_tokens(out_ptr, stride_out, samp_col, rows, vis, j0,
-                          _last_tile(j0, j1, BLOCK_K), xp, ksp, qa, NQ, H, BLOCK_K, KEEP_L2)
+                          _last_tile(j0, j1, BLOCK_K), xp, ksp, qa, NQ, H, BLOCK_K)
 
 
 @triton.jit
@@ -371,7 +365,7 @@ def _indexer_logits_kernel(
         NUM_STAGES: tl.constexpr, BLOCK_K: tl.constexpr, P: tl.constexpr,
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
-        PDL: tl.constexpr, KEEP_L2: tl.constexpr = False):
+        PDL: tl.constexpr):
     if PDL:  # phase 2's first kernel may launch as this one's programs finish (its own wait
         tl.extra.cuda.gdc_launch_dependents()  # keeps it from reading the logits early)
     pid = tl.program_id(0)
@@ -420,17 +414,17 @@ def _indexer_logits_kernel(
                         if ROTATE:
                             j = t - BLOCK_K + offs_k
                             _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
-                                          _head_sum(xp, ksp, qa), (j >= j0) & (j < j1), KEEP_L2)
+                                          _head_sum(xp, ksp, qa), (j >= j0) & (j < j1))
                         else:
                             j = t + offs_k
                             _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
-                                          _head_sum(x, ks, qa), j < j1, KEEP_L2)
+                                          _head_sum(x, ks, qa), j < j1)
                         xp = x
                         ksp = ks
                     if ROTATE:
                         j = _last_tile(j0, j1, BLOCK_K) + offs_k
                         _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
-                                      _head_sum(xp, ksp, qa), (j >= j0) & (j < j1), KEEP_L2)
+                                      _head_sum(xp, ksp, qa), (j >= j0) & (j < j1))
                 elif MODE == 2:
                     # decode, next_n <= NQ: the unit's tokens are stacked into one [NQ·H, D]
                     # query loaded once, and each key tile is one dot against all of them
@@ -438,7 +432,7 @@ def _indexer_logits_kernel(
                                     bt_row, out_ptr, stride_out, KEYS_MAX, row0, s_lo, s_hi, s1,
                                     s2, j0, j1, NUM_BLOCKS, CMP, PAGE, CAUSAL, FP8_AS_F16,
                                     CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE, NUM_STAGES, NQ,
-                                    BLOCK_K, H, D, KEEP_L2)
+                                    BLOCK_K, H, D)
                 elif MODE == 3:
                     # prefill by groups of NQ tokens: each group's stacked query stays resident
                     # while the unit's key tiles (L2-hot after the first group) stream past it
@@ -449,7 +443,7 @@ def _indexer_logits_kernel(
                                         stride_ksb, bt_row, out_ptr, stride_out, KEYS_MAX, row0,
                                         g, s_hi, s1, s2, j0, jg, NUM_BLOCKS, CMP, PAGE, CAUSAL,
                                         FP8_AS_F16, CONTIG, TMA, KS_PAIRS, SPLIT, ROTATE,
-                                        NUM_STAGES, NQ, BLOCK_K, H, D, KEEP_L2)
+                                        NUM_STAGES, NQ, BLOCK_K, H, D)
                 else:
                     for t in range(j0, j1, BLOCK_K):
                         j = t + offs_k
@@ -462,7 +456,7 @@ def _indexer_logits_kernel(
                                 row = (row0 + s).to(tl.int64)
                                 q, qa = _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16, H, D)
                                 _store_scores(out_ptr + row * stride_out, KEYS_MAX, j,
-                                              _head_sum(_dot(k, q), ks, qa), j < vis, KEEP_L2)
+                                              _head_sum(_dot(k, q), ks, qa), j < vis)
             i += run
             kb = 0
             b, qb = next_row(b, qb, QB)

@@ -110,11 +110,11 @@ def _loader(k_desc, ks_desc, q_desc, bt_ptr, stride_bt, asq_ptr, ask_ptr, md_ptr
 
 
 @gluon.jit
-def _store_half(out_ptr, stride_out, KEYS_MAX, rows, vis, j, j0, score, KEEP_L2: gl.constexpr):
+def _store_half(out_ptr, stride_out, KEYS_MAX, rows, vis, j, j0, score):
     """Scores [BLOCK_K, NH] of keys j for rows `rows`, each up to its `vis` keys, none below j0."""
     jj = gl.expand_dims(j, 1)
     _store_scores(out_ptr + gl.expand_dims(rows, 0) * stride_out, KEYS_MAX, jj, score,
-                  (jj >= j0) & (jj < gl.expand_dims(vis, 0)), KEEP_L2)
+                  (jj >= j0) & (jj < gl.expand_dims(vis, 0)))
 
 
 @gluon.jit
@@ -209,7 +209,7 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
               HAS_ASQ: gl.constexpr, LEADING_ZERO: gl.constexpr, NQ: gl.constexpr,
               SPLIT: gl.constexpr, STAGES: gl.constexpr, CTAS: gl.constexpr, SUB: gl.constexpr,
               BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr, FP8: gl.constexpr,
-              HEADER: gl.constexpr, q_ptr, qa_smem, KEEP_L2: gl.constexpr):
+              HEADER: gl.constexpr, q_ptr, qa_smem):
     """One warpgroup, share SUB of the worker's key tiles: per key tile the dots against the
     stacked query (as two halves with SPLIT, both issued before either epilogue) and the
     scores stored from the registers. fp8 (FP8): the tile is upcast to fp16 in registers (the
@@ -282,11 +282,11 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                         x0 = warpgroup_mma_wait(num_outstanding=1, deps=(x0,))
                         ks = ks_smem.index(s).reshape([BLOCK_K]).load(KEY).to(gl.float32)
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
-                                    _head_sums(x0, ks, qa0, NH, H), KEEP_L2)
+                                    _head_sums(x0, ks, qa0, NH, H))
                         x1 = warpgroup_mma_wait(num_outstanding=0, deps=(x1,))
                         mbarrier.arrive(empty.index(s))
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
-                                    _head_sums(x1, ks, qa1, NH, H), KEEP_L2)
+                                    _head_sums(x1, ks, qa1, NH, H))
                     else:
                         x0, x1, ks = _tile_done(x0, x1, k, ks_smem, empty, s, FP8, SPLIT,
                                                 BLOCK_K, KEY)
@@ -296,10 +296,10 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                         else:
                             a0 = qa0
                         _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, j, j0,
-                                    _head_sums(x0, ks, a0, NH, H), KEEP_L2)
+                                    _head_sums(x0, ks, a0, NH, H))
                         if SPLIT:
                             _store_half(out_ptr, stride_out, KEYS_MAX, rows1, vis1, j, j0,
-                                        _head_sums(x1, ks, a1, NH, H), KEEP_L2)
+                                        _head_sums(x1, ks, a1, NH, H))
                     c += 1
                 if FP8:
                     gl.thread_barrier()  # every warp's dots done before the next block's rows

@@ -210,7 +210,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                     CMP, CAUSAL: gl.constexpr, TND: gl.constexpr, HAS_ASQ: gl.constexpr,
                     LEADING_ZERO: gl.constexpr, STAGES: gl.constexpr, SUB: gl.constexpr,
                     BLOCK_K: gl.constexpr, H: gl.constexpr, D: gl.constexpr,
-                    FP8: gl.constexpr, q_ptr, KEEP_L2: gl.constexpr):
+                    FP8: gl.constexpr, q_ptr):
     """One warpgroup, one token per sequence: the parts its loader's descriptors name, in their
     order (its own share's, then those taken from other pairs), as _consumer scores them."""
     mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -266,5 +266,5 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                     x0 = warpgroup_mma(k, q0, zero, use_acc=False, is_async=True)
                     x0, _, ks = _tile_done(x0, x0, k, ks_smem, empty, s, FP8, False, BLOCK_K, KEY)
                     _store_half(out_ptr, stride_out, KEYS_MAX, rows0, vis0, t + offs_k, j0,
-                                _head_sums(x0, ks, qa0, 1, H), KEEP_L2)
+                                _head_sums(x0, ks, qa0, 1, H))
                     c += 1
