@@ -16,6 +16,9 @@
 # shows whether lines left persisting (none should be: every evict_last store is discarded) matter.
 # Then the landed form's own tests on the GPU (it has not run there) and its same-call A/B
 # (keep30: a tree whose configs.L2_SET_ASIDE_MB is 30, i.e. the opt-in as a default).
+# Ran in session 36 on dbc177f (docs/bench/session36_h200.log, call 1): the set-aside alone cut the
+# copy 4.16 -> 2.58 TB/s and slowed native 20 %, so 10a5a6d took the L2 code out; to run it on later
+# code, apply docs/probes/l2_keep_logits.patch to each tree (patch -p1) before the seds below.
 # Trees: rm -rf .probe; for t in base all keep30; do mkdir -p .probe/$t;
 #     git archive HEAD | tar -x -C .probe/$t; done
 #   sed -i 's/^L2_KEEP_MIN_BYTES = 8 << 20/L2_KEEP_MIN_BYTES = 0/' .probe/all/custom_ops/backends/cuda/configs.py
