@@ -106,14 +106,18 @@ def nvidia_tool(name: str) -> str:
     return os.path.join(os.path.dirname(triton.backends.nvidia.__file__), "bin", name)
 
 
-def resources(kernel) -> dict:
-    """Registers and stack (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
-    tool = nvidia_tool("cuobjdump")
+def cuobjdump(kernel, flag: str) -> str:
+    """cuobjdump's output on the kernel's cubin with `flag` (-sass, --dump-resource-usage)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
-        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True,
-                             text=True, check=True).stdout
+        return subprocess.run([nvidia_tool("cuobjdump"), flag, f.name], capture_output=True,
+                              text=True, check=True).stdout
+
+
+def resources(kernel) -> dict:
+    """Registers and stack (spill) bytes from the cubin; shared memory from Triton (dynamic)."""
+    out = cuobjdump(kernel, "--dump-resource-usage")
     line = next(l for l in out.splitlines() if "REG:" in l)
     res = dict(item.split(":") for item in line.split() if ":" in item)
     res["SHARED"] = str(kernel.metadata.shared)
@@ -130,14 +134,8 @@ def variant(fn, kwargs) -> str:
 
 def sass_instructions(kernel) -> list:
     """(address, text) of every instruction of the kernel's SASS."""
-    tool = nvidia_tool("cuobjdump")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True,
-                              check=True).stdout
     return [(int(m.group(1), 16), m.group(2).strip()) for m in
-            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", cuobjdump(kernel, "-sass"))]
 
 
 def sass_hash(kernel) -> str:
@@ -182,15 +180,6 @@ def innermost_loops(kernel, top: int = 8) -> list:
     return lines or ["no loop"]
 
 
-def call_cases(cases):
-    """One call of each case, int8 (fp16 scales) and fp8 (fp32 scales), its launches recorded."""
-    for i, case in enumerate(cases):
-        for qk in (torch.int8, FP8):
-            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
-                                               block_size=64, seed=i)
-            call(args, kwargs, workers=132)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tma", action="store_true", help="TMA tiles on every phase-1 path")
@@ -217,7 +206,11 @@ def main():
     indexer_metadata._indexer_metadata_kernel = Recorder(meta, calls)
     gluon = indexer_logits_gluon._indexer_logits_gluon_kernel
     indexer_logits_gluon._indexer_logits_gluon_kernel = Recorder(gluon, calls)
-    call_cases(CASES)
+    for i, case in enumerate(CASES):
+        for qk in (torch.int8, FP8):
+            args, kwargs = make_indexer_inputs(**case, qk_dtype=qk, sparse_count=2048,
+                                               block_size=64, seed=i)
+            call(args, kwargs, workers=132)
     # fp8 one-token calls of as many logits as LogitsConfig.gluon_two_ctas_keys: the Gluon kernel
     # as two CTAs per worker
     lc = configs.LOGITS[("fp8", "single")]
