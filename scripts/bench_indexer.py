@@ -3,11 +3,13 @@
 One aligned line per case: tag, median µs (CUDA-graph replays of calls over rotated input copies,
 so L2 never holds the next call's keys), GB/s counting each byte once (keys,
 key scales, queries, weights, query scales, output indices), % of the device-to-device copy
-bandwidth measured in this run, effective TFLOP/s (2·64·128 per visible query-key pair), and the
-speedup over a torch-native indexer (gather + dequantise, matmul, ReLU, head sum, mask,
-torch.topk) timed the same way. After a bar: both called eagerly (triton's do_bench, median per
-call, host work included: small calls are host-bound; the best of three alternations) and the
-ratio native / ours. Writes a CSV and a PNG (latency against context, one line per batch, with
+bandwidth measured in this run, effective TFLOP/s (2·64·128 per visible query-key pair) and their
+% of the tensor-core roof measured in this run ('% tc', scripts/tensor_roof.py: int8 for int8
+calls, fp16 for fp8 calls, whose dots run on the fp16 tensor cores), and the speedup over a
+torch-native indexer (gather + dequantise, matmul, ReLU, head sum, mask, torch.topk) timed the
+same way. After a bar: both called eagerly (triton's do_bench, median per call, host work
+included: small calls are host-bound; the best of three alternations) and the ratio native /
+ours. Writes a CSV and a PNG (latency against context, one line per batch, with
 the roofline).
 
     python scripts/bench_indexer.py --out DIR [--quick]
@@ -248,7 +250,8 @@ def rotated_sets(make, first, case_bytes, max_q):
     return sets
 
 
-def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=True, reps=20):
+def run_case(tag, make, batch, ctx, next_n, layout, bw, rates, writer, results, native=True,
+             reps=20):
     args0, kwargs0 = make(0)
     max_q = next_n if layout == "BSND" else batch * next_n
     bytes_, flops = case_numbers(args0, kwargs0, batch, ctx, next_n,
@@ -268,15 +271,17 @@ def run_case(tag, make, batch, ctx, next_n, layout, bw, writer, results, native=
     else:
         eager = time_eager(lambda a, k: OP(*a, **k), few)
     gbs = bytes_ / ours * 1e-3
-    row = dict(tag=tag, batch=batch, ctx=ctx, next_n=next_n, layout=layout,
-               dtype="fp8" if args0[0].dtype != torch.int8 else "int8", us=ours, eager_us=eager,
-               gbs=gbs, pct_bw=100 * gbs * 1e9 / bw, tflops=flops / ours * 1e-6,
+    dtype = "fp8" if args0[0].dtype != torch.int8 else "int8"
+    row = dict(tag=tag, batch=batch, ctx=ctx, next_n=next_n, layout=layout, dtype=dtype,
+               us=ours, eager_us=eager, gbs=gbs, pct_bw=100 * gbs * 1e9 / bw,
+               tflops=flops / ours * 1e-6, pct_tc=100 * flops / (ours * 1e-6) / rates[dtype],
                native_us=nat, speedup=nat / ours, native_eager_us=nat_eager,
-               roofline_us=bytes_ / bw * 1e6)
+               roofline_us=bytes_ / bw * 1e6, dots_us=flops / rates[dtype] * 1e6)
     results.append(row)
     writer.writerow(row)
     print(f"{tag:<34} {ours:9.1f} us  {gbs:8.0f} GB/s  {row['pct_bw']:5.1f}% bw  "
-          f"{row['tflops']:7.1f} TFLOP/s  native {nat:9.1f} us  x{row['speedup']:6.2f}  |  "
+          f"{row['tflops']:7.1f} TFLOP/s  {row['pct_tc']:5.1f}% tc  native {nat:9.1f} us  "
+          f"x{row['speedup']:6.2f}  |  "
           f"eager {eager:7.1f} us  native eager {nat_eager:8.1f} us  x{nat_eager / eager:6.2f}",
           flush=True)
     del sets
@@ -483,12 +488,17 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     bw = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bw / 1e12:.3f} TB/s", flush=True)
+    import tensor_roof  # (triton: imported only where the benchmark runs)
+    found = tensor_roof.measurements()
+    rates = {name: max(found[name])[0] for name in found}
+    print("tensor-core roofs ('% tc'):\n" + tensor_roof.describe(found), flush=True)
     if opts.profile:
         profile()
     if opts.sweep:
         sweep(bw, opts.only)
     fields = ["tag", "batch", "ctx", "next_n", "layout", "dtype", "us", "eager_us", "gbs",
-              "pct_bw", "tflops", "native_us", "speedup", "native_eager_us", "roofline_us"]
+              "pct_bw", "tflops", "pct_tc", "native_us", "speedup", "native_eager_us",
+              "roofline_us", "dots_us"]
     results = []
     with open(os.path.join(opts.out, "bench_indexer.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
@@ -507,12 +517,13 @@ def main():
                 continue
             if kind == "decode":
                 run_case(tag, lambda i, b=batch, c=ctx, n=n, d=dtype: make_case(b, c, n, d, seed=i),
-                         batch, ctx, n, "BSND", bw, writer, results)
+                         batch, ctx, n, "BSND", bw, rates, writer, results)
             else:
                 run_case(tag, lambda i, c=ctx, n=n, d=dtype: make_case(1, c, n, d, layout="TND", seed=i),
-                         1, ctx, n, "TND", bw, writer, results, reps=5)
+                         1, ctx, n, "TND", bw, rates, writer, results, reps=5)
             f.flush()
     recheck_bandwidth(bw, results)
+    next_n_ratio(results)
     plot(results, bw, os.path.join(opts.out, "bench_indexer.png"))
     kernel_resources()
 
@@ -528,6 +539,22 @@ def recheck_bandwidth(bw: float, results: list) -> None:
     for r in results:
         if r["tag"].startswith("decode-B64-ctx64K-n1-"):  # (metadata-B64 has that shape too)
             print(f"    {r['tag']:<34} {r['us']:9.1f} us  {100 * r['gbs'] * 1e9 / best:5.1f}% bw")
+
+
+def next_n_ratio(results: list) -> None:
+    """The next_n=4 / next_n=1 bar at B=64 64K, and what the next_n=4 call's dots alone would
+    take at the tensor-core roof (dots_us) against twice the next_n=1 time: the share of the
+    bar's budget that the tensor cores use before any key is loaded or any score summed."""
+    by_tag = {r["tag"]: r for r in results}
+    for dtype in ("int8", "fp8"):
+        one = by_tag.get(f"decode-B64-ctx64K-n1-{dtype}")
+        four = by_tag.get(f"decode-B64-ctx64K-n4-{dtype}")
+        if one is None or four is None:
+            continue
+        print(f"    next_n 4 / 1 {dtype:<5} {four['us']:7.1f} / {one['us']:6.1f} us = "
+              f"x{four['us'] / one['us']:4.2f}  (bar x2.00: {2 * one['us']:6.1f} us; next_n 4's "
+              f"dots alone at the roof {four['dots_us']:6.1f} us = "
+              f"{100 * four['dots_us'] / (2 * one['us']):3.0f} % of it)")
 
 
 def kernel_resources():
