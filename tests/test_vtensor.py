@@ -223,7 +223,7 @@ def test_out_of_memory_is_a_torch_oom():
 def test_statistics_track_growth_and_return_to_zero(device):
     cache = _empty(device, batch=2, heads=2, head_dim=16)  # 128 B per token and sequence
     stats = vtensor.memory_stats(device)
-    assert stats["reservations"] == 1 and stats["reserved_bytes"] >= 3 * 4096 * 128
+    assert stats["reservations"] == 1 and stats["reserved_bytes"] >= 2 * 4096 * 128
     chunk = _chunk(device)
     for _ in range(40):
         cache = append(cache, _tokens(device, 2, 50))
@@ -265,6 +265,47 @@ def test_inplace_writes_past_backing_are_dropped_and_reported(device, layout):
     assert vtensor.memory_stats(device)["mapped_bytes"] == mapped
     with pytest.raises(vtensor.DroppedWritesError, match="dropped 5 token writes"):
         vtensor.check(full)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inplace_before_any_resize_backing_drops_and_reports(device, layout):
+    """A fresh cache has no backing its limits admit yet: every write is dropped, none faults."""
+    full = vtensor.capacity_view(_empty(device, layout, batch=2, capacity=4096))
+    append_(full, _tokens(device, batch=2, steps=3), torch.tensor([0, 5], device=device))
+    with pytest.raises(vtensor.DroppedWritesError, match="dropped 6 token writes"):
+        vtensor.check(full)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inplace_on_a_functional_result_writes_its_backed_tokens(device, layout):
+    """The functional ops keep the limits in step with the backing they map."""
+    cache = append(_empty(device, layout, batch=2), _tokens(device, batch=2, steps=5))
+    expected = cache.clone()
+    states = _tokens(device, batch=2, steps=2)
+    append_(cache, states, torch.tensor([1, 3], device=device))
+    expected[0, 1:3], expected[1, 3:5] = states[0], states[1]
+    assert torch.equal(cache, expected)
+    vtensor.check(cache)
+
+
+def test_inplace_on_a_slice_of_a_virtual_cache_is_refused(device):
+    full = vtensor.capacity_view(_empty(device, batch=2, capacity=4096))
+    vtensor.resize_backing(full, 10)
+    with pytest.raises(ValueError, match="storage offset 32, strides"):
+        append_(full[:, 1:], _tokens(device, batch=2), torch.tensor([0, 0], device=device))
+
+
+def test_failed_create_frees_the_reservation_once(monkeypatch):
+    memory = vtensor.device_memory("cpu")
+
+    def fail(*args):
+        raise vtensor.DriverError("wrap refused (test)")
+    monkeypatch.setattr(memory.driver, "wrap", fail)
+    with pytest.raises(vtensor.DriverError, match="wrap refused"):
+        _empty("cpu")
+    gc.collect()
+    vtensor.synchronize("cpu")
+    assert vtensor.memory_stats("cpu")["reserved_bytes"] == 0
 
 
 def test_resize_backing_keeps_device_limits_in_step(device):

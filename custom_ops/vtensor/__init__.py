@@ -81,15 +81,6 @@ def resize_backing(cache: torch.Tensor, lengths) -> None:
                          f"got {lengths}")
     virtual.ensure_tokens(lengths)
     virtual.shrink_tokens(virtual.map_ahead(lengths))
-    virtual.reservation.ensure({virtual.sink: virtual.token_bytes})
-    mapped = virtual.mapped_tokens()
-    if mapped != virtual.limits_host:  # most steps of a graph decode loop change no backing
-        # A pageable host source would make copy_ wait for the stream (a sync on every call);
-        # a pinned one is copied in stream order, and torch keeps it alive until then.
-        pinned = virtual.device.type == "cuda"
-        virtual.limits.copy_(torch.tensor(mapped, dtype=torch.int64, pin_memory=pinned),
-                             non_blocking=pinned)
-        virtual.limits_host = mapped
 
 
 def truncate(cache: torch.Tensor, length: int) -> torch.Tensor:

@@ -6,8 +6,9 @@ Layouts (SPEC §3), chosen per cache:
   lengths cost only their own chunks, and attention kernels see an ordinary strided batch.
 - "sequence_major" (the seed): one region [S_cap, B, H, D]; logical strides (H*D, B*H*D, D, 1);
   one growing tail shared by the batch.
-One extra region after the data regions is the sink: writes of ``vtensor_append_`` that fall
-outside the mapped backing go there instead of faulting (a CUDA graph cannot check on the host).
+``limits`` [B] on the device holds the tokens each sequence has backing for, kept in step with
+every mapping change: ``vtensor_append_`` drops (and counts) the writes past it instead of
+faulting, since a CUDA graph cannot check on the host.
 
 The cache object never holds a tensor of its own storage: the storage keeps the cache alive
 (through the wrapped buffer's owner), and when the last view dies the reservation is freed,
@@ -55,9 +56,9 @@ class _Owner:
         self.cache = cache
 
     def __del__(self):
-        if sys.is_finalizing():  # the process is going away, and the driver with it
-            return
         cache = self.cache
+        if cache is None or sys.is_finalizing():  # disarmed, or the driver is going away
+            return
         _REGISTRY.pop(cache.key, None)
         cache.forget_result()
         cache.reservation.memory.close(cache.reservation)
@@ -94,8 +95,7 @@ class VirtualCache:
             self.capacity = region_bytes // self.token_bytes
         self.chunk = chunk
         data_regions = batch if layout == "per_sequence" else 1
-        self.reservation = Reservation(memory, data_regions + 1, region_bytes, chunk)
-        self.sink = data_regions
+        self.reservation = Reservation(memory, data_regions, region_bytes, chunk)
         self.region_elems = region_bytes // dtype.itemsize
         hd = heads * head_dim
         # element strides of every view [B, S, H, D]; fixed for the cache's life, so the append
@@ -118,12 +118,13 @@ class VirtualCache:
         cache = cls(batch, heads, head_dim, dtype, device, capacity, chunk_bytes,
                     DEFAULTS["layout"] if layout is None else layout, region_bytes)
         reservation = cache.reservation
+        owner = _Owner(cache)
         try:
             # CUDA infers a wrapped pointer's device from its attributes: the base must be mapped.
             reservation.ensure({0: min(cache.chunk, reservation.region_bytes)})
-            base = reservation.memory.driver.wrap(reservation.address, reservation.nbytes,
-                                                  _Owner(cache))
+            base = reservation.memory.driver.wrap(reservation.address, reservation.nbytes, owner)
         except BaseException:
+            owner.cache = None  # freed here, once: the owner may outlive this frame
             reservation.memory.close(reservation)
             raise
         _REGISTRY[cache.key] = weakref.ref(cache)
@@ -142,13 +143,6 @@ class VirtualCache:
             return False
         return all(size == 1 or stride == want for size, stride, want
                    in zip(tensor.shape, tensor.stride(), self.strides))
-
-    def scatter_view(self, like: torch.Tensor) -> torch.Tensor:
-        """[regions + sink, S_cap, columns, H*D]: (region, token, column) addresses one row."""
-        hd = self.heads * self.head_dim
-        columns = 1 if self.layout == "per_sequence" else self.batch
-        return like.as_strided((self.sink + 1, self.capacity, columns, hd),
-                               (self.region_elems, columns * hd, hd, 1), 0)
 
     def remember(self, view: torch.Tensor, shape: tuple) -> None:
         """Make ``view`` (of ``shape``) the result that the next append recognises (RESULTS)."""
@@ -200,11 +194,23 @@ class VirtualCache:
                 f"{self.capacity} per sequence ({self.reservation.nbytes} bytes reserved); "
                 "create it with a larger capacity (custom_ops.vtensor.empty(..., capacity=))")
         self.reservation.ensure(self._region_bytes(lengths))
-        self.backed = min(self.mapped_tokens())
+        self._backing_changed()
 
     def shrink_tokens(self, lengths: list[int]) -> None:
         self.reservation.shrink(self._region_bytes(lengths))
-        self.backed = min(self.mapped_tokens())
+        self._backing_changed()
+
+    def _backing_changed(self) -> None:
+        """``backed`` and the device's ``limits`` from the chunks now mapped."""
+        mapped = self.mapped_tokens()
+        self.backed = min(mapped)
+        if mapped != self.limits_host:  # most steps of a graph decode loop change no backing
+            # A pageable host source would make copy_ wait for the stream (a sync on every
+            # call); a pinned one is copied in stream order, and torch keeps it alive until then.
+            pinned = self.device.type == "cuda"
+            self.limits.copy_(torch.tensor(mapped, dtype=torch.int64, pin_memory=pinned),
+                              non_blocking=pinned)
+            self.limits_host = mapped
 
     def _region_bytes(self, lengths: list[int]) -> dict[int, int]:
         if self.layout == "per_sequence":

@@ -101,7 +101,7 @@ class CudaDriver(VmmDriver):
             try:
                 self._call(f"cuMemSetAccess(0x{address:x}, size={nbytes}, device={self.ordinal})",
                            self.cu.cuMemSetAccess(address, nbytes, [self.access], 1))
-            except DriverError:
+            except BaseException:  # any failure (out of memory included) leaves nothing mapped
                 self.cu.cuMemUnmap(address, nbytes)
                 raise
 

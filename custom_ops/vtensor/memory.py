@@ -8,7 +8,7 @@ the current stream) and unmapped only once the fence has passed, never with a de
 import torch
 
 from .driver import driver_for
-from .errors import VTensorOutOfMemoryError
+from .errors import DriverError, VTensorOutOfMemoryError
 
 POOL_TARGET = 2  # chunks kept pre-created per chunk size while a device has live reservations
 POOL_LIMIT = 8  # unmapped chunks kept for reuse instead of being destroyed
@@ -64,7 +64,7 @@ class DeviceMemory:
                 return
             try:
                 pooled.append(self.driver.create(nbytes))
-            except VTensorOutOfMemoryError:
+            except (VTensorOutOfMemoryError, DriverError):  # best effort: the mapping is done
                 return
             self.pooled += nbytes
 

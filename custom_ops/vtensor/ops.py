@@ -147,8 +147,15 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
         return
     virtual = lookup(cache)
     if virtual is not None and not virtual.is_view(cache):
-        virtual = None
-    if cache.is_cuda and cache.stride(3) == 1:
+        # only the cache's own prefix views carry its backing bounds; a slice or a re-strided
+        # view of its storage would write where nothing may be mapped
+        raise ValueError(
+            "vtensor_append_: cache views a virtual cache but is not one of its views [B, S, H, "
+            f"D] (storage offset 0, strides {virtual.strides}): got storage offset "
+            f"{cache.storage_offset()}, strides {tuple(cache.stride())}, shape "
+            f"{tuple(cache.shape)}; pass custom_ops.vtensor.capacity_view(cache) or a "
+            "vtensor_append result")
+    if cache.is_cuda and (cache.stride(3) == 1 or cache.shape[3] == 1):
         from .triton_append import vtensor_append_cuda
         vtensor_append_cuda(cache, states, positions, *(
             (virtual.limits, virtual.dropped) if virtual is not None else (None, None)))
@@ -166,18 +173,12 @@ def _token_index(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
 
 def _append_virtual(virtual: VirtualCache, cache: torch.Tensor, states: torch.Tensor,
                     positions: torch.Tensor) -> None:
-    batch, steps = states.shape[:2]
+    """Off CUDA: the rows inside [0, min(limits[b], S)) are written, the others counted."""
     tokens = _token_index(states, positions)
-    limit = virtual.limits.clamp(max=cache.shape[1]).view(batch, 1)
-    inside = (tokens >= 0) & (tokens < limit)  # [B, T]
-    seq = torch.arange(batch, device=states.device).view(batch, 1).expand(batch, steps)
-    per_sequence = virtual.layout == "per_sequence"
-    region = torch.where(inside, seq if per_sequence else torch.zeros_like(seq), virtual.sink)
-    token = torch.where(inside, tokens, 0)
-    column = torch.zeros_like(seq) if per_sequence else seq
-    rows = states.reshape(batch, steps, -1)
-    virtual.scatter_view(cache).index_put_((region, token, column), rows)
-    virtual.dropped.add_((~inside).sum())
+    limit = virtual.limits.clamp(max=cache.shape[1]).view(-1, 1)
+    seq, step = ((tokens >= 0) & (tokens < limit)).nonzero(as_tuple=True)
+    cache[seq, tokens[seq, step]] = states[seq, step]
+    virtual.dropped.add_(tokens.numel() - seq.numel())
 
 
 def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
