@@ -17,6 +17,7 @@ from . import _schemas  # noqa: F401  (the schemas that keyword defaults come fr
 NUM_HEADS_Q, NUM_HEADS_K, HEAD_DIM = 64, 1, 128
 MAX_SPARSE_COUNT = 2048
 MAX_BLOCK_SIZE = 1024
+INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 QK_DTYPES = (torch.int8, torch.float8_e4m3fn)
 SCALE_DTYPES = (torch.float16, torch.float32)
@@ -98,6 +99,17 @@ def _check_shape(name, t, shape):
         _fail(name, list(t.shape), f"must have shape {list(shape)}")
 
 
+def _dense_inside_block(t) -> bool:
+    """Whether one block of `t` (every axis after the first) is contiguous; an axis of size 1
+    may carry any stride, as torch's own contiguity allows."""
+    want = 1
+    for size, stride in reversed(list(zip(t.shape[1:], t.stride()[1:]))):
+        if size != 1 and stride != want:
+            return False
+        want *= size
+    return True
+
+
 def _check_lengths_tensor(name, t, sizes, device):
     if t.dim() != 1 or t.shape[0] not in sizes:
         _fail(name, list(t.shape), f"must be 1-D with {' or '.join(map(str, sizes))} elements")
@@ -162,13 +174,13 @@ def check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, *
     if block_size % 16 or not 16 <= block_size <= MAX_BLOCK_SIZE:
         _fail("key", f"block_size={block_size}",
               f"must have a block_size that is a multiple of 16 in [16, {MAX_BLOCK_SIZE}]")
-    if key.stride()[1:] != (n2 * d, d, 1):
+    if not _dense_inside_block(key):
         _fail("key", f"strides {key.stride()}",
               "must be contiguous inside a block (only the block axis may be strided)")
     _check_shape("weights", weights, query.shape[:-1])
     _check_shape("query_dequant_scale", query_dequant_scale, query.shape[:-1])
     _check_shape("key_dequant_scale", key_dequant_scale, key.shape[:-1])
-    if key_dequant_scale.stride()[1:] != (n2, 1):
+    if not _dense_inside_block(key_dequant_scale):
         _fail("key_dequant_scale", f"strides {key_dequant_scale.stride()}", "must be contiguous inside a block")
     device = query.device
     for name, t in (("key", key), ("weights", weights), ("query_dequant_scale", query_dequant_scale),
@@ -184,7 +196,9 @@ def check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, *
         if actual_seq_lengths_query is not None:
             _check_lengths_tensor("actual_seq_lengths_query", actual_seq_lengths_query, (batch,), device)
     else:
-        batch = actual_seq_lengths_key.shape[0] if actual_seq_lengths_key.dim() == 1 else -1
+        if actual_seq_lengths_key.dim() != 1:
+            _fail("actual_seq_lengths_key", list(actual_seq_lengths_key.shape), "must be 1-D [B]")
+        batch = actual_seq_lengths_key.shape[0]
         _check_lengths_tensor("actual_seq_lengths_key", actual_seq_lengths_key, (batch,), device)
         if actual_seq_lengths_query is None:
             _fail("actual_seq_lengths_query", None, "is required for layout_query 'TND' (cumulative lengths)")
@@ -256,6 +270,8 @@ def check_metadata_args(*, actual_seq_lengths_query, actual_seq_lengths_key, num
                         ("max_seqlen_k", max_seqlen_k)):
         if value < 0:
             _fail(name, value, "must be >= 0 (0: unknown)")
+        if value > INT32_MAX:
+            _fail(name, value, f"must be at most {INT32_MAX} (the metadata holds int32)")
     if actual_seq_lengths_key is None:
         _fail("actual_seq_lengths_key", None, "is required for layout_key 'PA_BSND'")
     _metadata_device(device)  # a bad name fails before the lengths are looked at
@@ -290,6 +306,6 @@ def check_metadata_device(actual_seq_lengths_query, actual_seq_lengths_key, devi
     dev = _metadata_device(device)
     for name, t in (("actual_seq_lengths_query", actual_seq_lengths_query),
                     ("actual_seq_lengths_key", actual_seq_lengths_key)):
-        if t is not None and (t.device.type != dev.type or
-                              (dev.index is not None and t.device.index != dev.index)):
+        if t is not None and (t.device.type != dev.type or (
+                dev.type != "cpu" and dev.index is not None and t.device.index != dev.index)):
             _fail(name, t.device, f"must be on device {device!r} (the metadata is computed there)")

@@ -4,7 +4,7 @@ torch.compile and torchair trace these; each allocates contiguous outputs like t
 """
 import torch
 
-from ._checks import check_metadata_args, indexer_arguments, metadata_arguments
+from ._checks import check_indexer, check_metadata_args, indexer_arguments, metadata_arguments
 from .metadata import METADATA_LEN
 
 
@@ -12,6 +12,9 @@ from .metadata import METADATA_LEN
 def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, key_dequant_scale,
                                      **kwargs):
     kw = indexer_arguments(kwargs)
+    # shapes, dtypes, devices and attributes, never values: a traced bad call fails as in eager
+    # (and a call that mixes meta tensors with others, which dispatches here, fails too)
+    check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, **kw)
     # [B, S1, N2, K] for BSND, [T, N2, K] for TND
     shape = (*query.shape[:-2], key.shape[2], kw["sparse_count"])
     indices = query.new_empty(shape, dtype=torch.int32)

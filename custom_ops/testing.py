@@ -120,6 +120,14 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
     `golden_device`: where the golden's arithmetic runs (golden_scores' `device`).
     """
     k = kwargs["sparse_count"]
+    shape = (*args[0].shape[:-2], args[1].shape[2], k)  # [B, S1, N2, K] or [T, N2, K]
+    if tuple(indices.shape) != shape or indices.dtype != torch.int32:
+        _fail("sparse_indices", f"must be int32 {list(shape)}, got {indices.dtype} "
+                                f"{list(indices.shape)}")
+    want = shape if kwargs.get("return_value") else (0,)
+    if tuple(values.shape) != want or values.dtype != torch.float32:
+        _fail("sparse_values", f"must be float32 {list(want)}, got {values.dtype} "
+                               f"{list(values.shape)}")
     idx_all = indices.detach().cpu().reshape(-1, k).long()
     val_all = values.detach().cpu().reshape(-1, k) if kwargs.get("return_value") else None
     covered = torch.zeros(idx_all.shape[0], dtype=torch.bool)
@@ -138,7 +146,9 @@ def assert_indexer_close(indices, values, args, kwargs, *, rtol=1e-5, exact=Fals
             r = int(bad.nonzero()[0])
             _fail(where, f"row {row0 + r} has {int(valid[r].sum())} valid entries "
                          f"(-1 elsewhere expected: {int(n[r])} valid first, then -1), got {idx[r, :8].tolist()}...")
-        if rows == 0 or score.shape[1] == 0:
+        if rows == 0 or score.shape[1] == 0:  # nothing visible: all -1 (above), values -inf
+            if val_all is not None and (val_all[row0:row0 + rows] != float("-inf")).any():
+                _fail(where, "sees no key, but its values are not all -inf")
             continue
         safe = idx.clamp(min=0, max=score.shape[1] - 1)
         out_of_range = valid & (idx >= score.shape[1])

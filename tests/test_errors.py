@@ -33,7 +33,7 @@ INDEXER_RULES = {
     "query-dim": (_set(Q, lambda t: t[..., :64]), ValueError, ["query", "D=64"]),
     "key-heads": (_set(K, lambda t: t.expand(-1, -1, 2, -1)), ValueError, ["key", "N2=2"]),
     "key-block-size": (_set(K, lambda t: t[:, :8]), ValueError, ["key", "block_size=8"]),
-    "key-inner-stride": (_set(K, lambda t: t.transpose(1, 2).contiguous().transpose(1, 2)), ValueError,
+    "key-inner-stride": (_set(K, lambda t: torch.cat([t, t], -1)[..., ::2]), ValueError,
                          ["key", "strides"]),
     "weights-shape": (_set(W, lambda t: t[:, :1]), ValueError, ["weights", "shape"]),
     "kscale-shape": (_set(KS, lambda t: t[:, :8]), ValueError, ["key_dequant_scale", "shape"]),
@@ -113,6 +113,8 @@ TND_RULES = {
         ["actual_seq_lengths_query", "start at 0"]),
     "tnd-query-lengths-size": (_kw("actual_seq_lengths_query", lambda kw: kw["actual_seq_lengths_query"][:1]),
                                ["actual_seq_lengths_query", "elements"]),
+    "tnd-key-lengths-rank": (_kw("actual_seq_lengths_key", lambda kw: kw["actual_seq_lengths_key"][None]),
+                             ["actual_seq_lengths_key", "1-D [B]"]),
 }
 
 
@@ -173,6 +175,7 @@ METADATA_RULES = {
     "head-dim": (dict(head_dim=64), ValueError, ["head_dim", "64"]),
     "batch-size": (dict(batch_size=5), ValueError, ["batch_size", "5"]),
     "negative-max-seqlen": (dict(max_seqlen_q=-1), ValueError, ["max_seqlen_q"]),
+    "huge-max-seqlen": (dict(max_seqlen_q=2**40), ValueError, ["max_seqlen_q", str(2**40), "int32"]),
     "sparse-count": (dict(sparse_count=9999), ValueError, ["sparse_count", "9999"]),
     "cmp-ratio": (dict(cmp_ratio=5), ValueError, ["cmp_ratio", "5"]),
     "key-lengths-missing": (dict(actual_seq_lengths_key=None), ValueError, ["actual_seq_lengths_key"]),
@@ -198,3 +201,32 @@ def test_metadata_rule(rule):
         meta_op(**{**_meta_kwargs(), **change})
     for word in words:
         assert word in str(info.value), f"message {str(info.value)!r} lacks {word!r}"
+
+
+def test_size_one_axes_may_carry_any_stride():
+    """torch calls such tensors contiguous, so they are accepted (a stride on N2 = 1, or on the
+    key scales' trailing axis, means nothing)."""
+    args, kwargs = _inputs()
+    key, kscale = args[K], args[KS]
+    args[K] = key.as_strided(key.shape, (*key.stride()[:2], 1, 1))
+    args[KS] = kscale.as_strided(kscale.shape, (*kscale.stride()[:2], 7))
+    assert args[K].stride() != key.stride() and args[KS].stride() != kscale.stride()
+    want = op(*_inputs()[0], **kwargs)
+    got = op(*args, **kwargs)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_meta_tensors_mixed_with_others_are_rejected():
+    """A call mixing meta tensors with CPU ones dispatches to the fake, which checks too."""
+    args, kwargs = _inputs()
+    args[W] = args[W].to("meta")
+    with pytest.raises(ValueError, match="weights.*must be on the query's device"):
+        op(*args, **kwargs)
+
+
+def test_metadata_device_with_an_index_accepts_cpu_tensors():
+    _, kwargs = _inputs()
+    meta = meta_op(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+                   actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64,
+                   num_heads_k=1, head_dim=128, max_seqlen_q=3, device="cpu:0")
+    assert meta.device.type == "cpu"

@@ -83,6 +83,30 @@ def test_rejects_written_padding_rows(case):
     _reject(case, change)
 
 
+def test_rejects_a_finite_value_of_a_batch_without_keys():
+    args, kwargs = make_indexer_inputs(q_lens=[2, 3], k_lens=[50, 0], sparse_count=8,
+                                       return_value=True, seed=1)
+    idx, val = golden_indexer(*args, **kwargs)
+    assert_indexer_close(idx, val, args, kwargs, exact=True)
+    val = val.clone()
+    val[1] = 0.0
+    with pytest.raises(IndexerMismatch, match="sees no key"):
+        assert_indexer_close(idx, val, args, kwargs)
+
+
+@pytest.mark.parametrize("change", ["indices-shape", "indices-dtype", "values-dtype"])
+def test_rejects_a_wrong_output_shape_or_dtype(case, change):
+    args, kwargs, idx, val = case
+    if change == "indices-shape":
+        idx = idx.reshape(*idx.shape[:2], -1)  # the N2 axis missing
+    elif change == "indices-dtype":
+        idx = idx.long()
+    else:
+        val = val.double()
+    with pytest.raises(IndexerMismatch, match="must be"):
+        assert_indexer_close(idx, val, args, kwargs)
+
+
 def test_accepts_a_near_tie_swap_and_exact_mode_does_not():
     args, kwargs = make_indexer_inputs(q_lens=[2], k_lens=[200], ties=True, sparse_count=50, return_value=True,
                                        scale_dtype=torch.float32, block_size=16, seed=5)

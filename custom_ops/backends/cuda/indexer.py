@@ -9,7 +9,8 @@ longer problems run in chunks of batches (BSND) or query tokens (TND), each a st
 sub-problem with its own schedule (SPEC §1.6). The width is the block table's capacity for small
 workspaces. A call outside capture whose rows at that capacity would exceed
 configs.SIZE_BY_LENGTHS_BYTES reads the longest key length back and sizes the rows by it: one
-host sync per version of the key-length tensor (the layers of one decode step share it). A call
+host sync per such call (not remembered per tensor version: a kernel or a graph replay that
+writes the lengths bumps no version, and a stale width would drop keys). A call
 captured in a CUDA graph cannot read the lengths (a replay may bring any length the table
 holds): beyond configs.GRAPH_LOGITS_BYTES it scores the keys in windows of a fixed width and
 merges each window's top-k into the previous ones' (_run_key_windows), so its workspace does not
@@ -18,7 +19,10 @@ capture.
 
 Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
-decoded on the host once per tensor version, so a wrong one raises ValueError as on the CPU.
+decoded on the host once per tensor version (every call for inference tensors, which have no
+version), so a wrong one raises ValueError as on the CPU. Only the header and the query tokens'
+coverage are checked: metadata computed for other key lengths is the caller's error (SPEC §2),
+and keys its units leave out are left unscored.
 """
 from __future__ import annotations
 
@@ -47,11 +51,9 @@ from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_place_
                    _indexer_rank_kernel, _indexer_segments_kernel, _indexer_threshold_kernel,
                    _indexer_unpack_kernel, _indexer_window_merge_kernel)
 
-# Host reads remembered per tensor: id -> (weak reference, key, result). _checked: metadata
-# already checked (key: what it was checked against); _longest: the longest key length (key:
-# the length tensor's version).
+# Metadata already checked on the host, per tensor: id -> (weak reference, key, result), the
+# key being what it was checked against (versions included).
 _checked: dict = {}
-_longest: dict = {}
 _CHECKED_MAX = 64
 
 
@@ -68,9 +70,6 @@ def _once_per(cache: dict, tensor, key, compute):
     return value
 
 
-def _longest_keys(ask) -> int:
-    """max(actual_seq_lengths_key), read back once per tensor version."""
-    return _once_per(_longest, ask, ask._version, lambda: int(ask.max()))
 
 
 def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int:
@@ -103,6 +102,9 @@ def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: i
                 f"metadata covers {sched.q_block * sched.q_blocks} query tokens per sequence "
                 f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a "
                 f"sequence of {tokens}: compute the metadata with this call's max_seqlen_q")
+    if metadata.is_inference() or (asq is not None and asq.is_inference()):
+        check()  # an inference tensor has no version counter to remember it by
+        return
     key = (metadata._version, p, workers, block_k,
            None if asq is None else (id(asq), asq._version))
     _once_per(_checked, metadata, key, check)
@@ -491,13 +493,17 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     shape = (*query.shape[:-2], key.shape[2], k)
     idx_out, val_out = _new_outputs(rows, p, query.device)
     cap = p.max_blocks_per_seq * p.block_size
-    if rows == 0 or p.batch == 0 or cap == 0:
+    if rows == 0 or p.batch == 0 or cap == 0 or key.shape[0] == 0:  # (no block: no key to see)
         idx_out.fill_(-1)
         val_out.fill_(float("-inf"))
         return idx_out.reshape(shape), val_out.reshape(shape) if p.return_value else val_out
     query = query.reshape(rows, *query.shape[-2:]).contiguous()
     weights = weights.reshape(rows, -1).contiguous()
     qscale = qscale.reshape(rows, -1).contiguous()
+    # the kernels index these with unit strides (a no-op for the usual contiguous ones)
+    asq = None if asq is None else asq.contiguous()
+    ask, block_table = ask.contiguous(), block_table.contiguous()
+    metadata = None if metadata is None else metadata.contiguous()
     graph = _in_graph_or_compile()  # the lengths cannot be read
     lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
     if metadata is not None and query.device.type == "cuda" and not graph:
@@ -509,8 +515,8 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     else:
         width = cap  # keys per logits row
         if rows * cap * 4 > configs.SIZE_BY_LENGTHS_BYTES:
-            width = configs.row_width(cap, _longest_keys(ask) // p.cmp_ratio)
-        if width != graph_width and query.device.type == "cuda":
+            width = configs.row_width(cap, int(ask.max()) // p.cmp_ratio)
+        if (width != graph_width or graph_width < cap) and query.device.type == "cuda":
             # a capture of this call would launch kernels this call does not: load them now
             _warm_capture_path(query, key, weights, qscale, kscale, asq, ask, block_table,
                                metadata, p=p, rows=rows, leading_zero=leading_zero,

@@ -35,7 +35,6 @@ try:
 except ImportError:  # a Triton without these internals: every launch takes kernel[grid]
     JITFunction = None
 
-_warming = False
 # held variants launched by _launch_held (False: every launch takes kernel[grid]; for comparing)
 direct = True
 # .recorder: a plans.Recorder while this thread's eager call is recorded; it is told of every
@@ -44,14 +43,19 @@ direct = True
 _local = threading.local()
 
 
+def _is_warming() -> bool:
+    return getattr(_local, "warming", False)
+
+
 @contextlib.contextmanager
 def warming():
-    global _warming
-    _warming = True
+    """Launches of this thread inside only build and load their kernels (per thread: another
+    thread's calls meanwhile run for real)."""
+    _local.warming = True
     try:
         yield
     finally:
-        _warming = False
+        _local.warming = False
 
 
 @contextlib.contextmanager
@@ -99,7 +103,7 @@ def _launch_held(kernel, grid, args, kwargs):
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs); while warming, build and load it without running it."""
-    if not _warming:
+    if not _is_warming():
         held = direct and _launch_held(kernel, grid, args, dict(kwargs))
         if not held:
             kernel[grid](*args, **kwargs)
@@ -128,7 +132,7 @@ def empty(shape, dtype, device, *, stand_in: bool = True) -> torch.Tensor:
     """torch.empty(shape), or with stand_in one element while warming (nothing reads or writes
     it then; a tensor the host code indexes, such as the key windows' schedules, takes
     stand_in=False). Recorded as a workspace region while a call is recorded."""
-    t = torch.empty(1 if _warming and stand_in else shape, dtype=dtype, device=device)
+    t = torch.empty(1 if stand_in and _is_warming() else shape, dtype=dtype, device=device)
     recorder = _recorder()
     if recorder is not None:
         recorder.allocated(t)
@@ -138,7 +142,7 @@ def empty(shape, dtype, device, *, stand_in: bool = True) -> torch.Tensor:
 def torch_step(fn, *tensors):
     """fn(*tensors), a torch operation between two launches (a plan replays it as one);
     nothing while warming."""
-    if _warming:
+    if _is_warming():
         return
     fn(*tensors)
     recorder = _recorder()
