@@ -132,6 +132,9 @@ ge::graphStatus CheckShapes(gert::TilingContext *ctx, Parsed &p)
     CHECK_RULE(kScale.GetDimNum() == 3 && kScale.GetDim(1) == p.blockSize && kScale.GetDim(2) == li::HEADS_K, p.op,
                "key_dequant_scale must have shape [num_blocks, %ld, %ld], got %zu dims", p.blockSize, li::HEADS_K,
                kScale.GetDimNum());
+    // the kernel bounds block ids by key's block count: the scales must have as many blocks
+    CHECK_RULE(kScale.GetDim(0) == p.numBlocks, p.op, "key_dequant_scale must have key's num_blocks = %ld, got %ld",
+               p.numBlocks, kScale.GetDim(0));
     p.queryRows = q.GetDim(p.layoutQuery == li::LAYOUT_BSND ? 1 : 0);
     p.keyBlockStride = p.keyBlockStride > 0 ? p.keyBlockStride : p.blockSize * li::HEADS_K * li::HEAD_DIM;
     p.keyScaleBlockStride = p.keyScaleBlockStride > 0 ? p.keyScaleBlockStride : p.blockSize * li::HEADS_K;

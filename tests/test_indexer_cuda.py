@@ -94,17 +94,62 @@ def test_eager_workspace_follows_the_lengths_not_the_table(monkeypatch, layout, 
     assert torch.equal(narrow[0], wide[0]) and torch.equal(narrow[1], wide[1])
 
 
-def test_longest_key_length_follows_in_place_updates():
-    """The eager width rule reads max(actual_seq_lengths_key) once per tensor version: the layers
-    of one decode step share the read, and an in-place update of the lengths is seen."""
-    from custom_ops.backends.cuda.indexer import _longest_keys
-    ask = torch.tensor([5, 9, 3], dtype=torch.int32, device="cuda")
-    assert _longest_keys(ask) == 9 and _longest_keys(ask) == 9
-    ask += 11
-    assert _longest_keys(ask) == 20
-    ask[2] = 40
-    assert _longest_keys(ask) == 40
-    assert _longest_keys(ask.clone()) == 40
+def test_width_follows_length_writes_that_bump_no_version(monkeypatch):
+    """The eager width rule reads max(actual_seq_lengths_key) on every call: a write through
+    .data (like a kernel's or a graph replay's) bumps no version counter, and a width remembered
+    per version would drop the new keys."""
+    from custom_ops.backends.cuda import configs
+    monkeypatch.setattr(configs, "SIZE_BY_LENGTHS_BYTES", -1)  # every call sizes by the lengths
+    args, kwargs = make_indexer_inputs(q_lens=[1, 1], k_lens=[3000, 3000], return_value=True,
+                                       device="cuda", seed=8)
+    ask = kwargs["actual_seq_lengths_key"]
+    ask.data.copy_(torch.tensor([600, 200], dtype=torch.int32))
+    assert_indexer_close(*op(*args, **kwargs), args, kwargs)
+    version = ask._version
+    ask.data.copy_(torch.tensor([2900, 1500], dtype=torch.int32))
+    assert ask._version == version
+    assert_indexer_close(*op(*args, **kwargs), args, kwargs)
+
+
+@pytest.mark.parametrize("with_metadata", [False, True])
+def test_inference_mode_calls(with_metadata):
+    """vLLM runs models under inference_mode, whose tensors have no version counter."""
+    with torch.inference_mode():
+        args, kwargs = make_indexer_inputs(q_lens=[2, 1], k_lens=[3000, 700], return_value=True,
+                                           device="cuda", seed=9)
+        if with_metadata:
+            kwargs["metadata"] = metadata_for(kwargs, 2)
+        out = op(*args, **kwargs)
+        out2 = op(*args, **kwargs)
+    assert_indexer_close(*out, args, kwargs)
+    assert torch.equal(out[0], out2[0]) and torch.equal(out[1], out2[1])
+
+
+def test_empty_key_cache_gives_padding():
+    """num_blocks = 0 under lengths that name keys: the CUDA backend reads no table entry on
+    the host (it clamps block ids on the device), and with no block to clamp to, every row is
+    -1 and nothing is read."""
+    args, kwargs = make_indexer_inputs(q_lens=[1, 2], k_lens=[300, 100], return_value=True,
+                                       device="cuda", seed=10)
+    args = list(args)
+    args[1], args[4] = args[1][:0], args[4][:0]
+    poison()
+    idx, val = op(*args, **kwargs)
+    assert (idx == -1).all() and (val == float("-inf")).all()
+
+
+def test_strided_lengths_and_column_major_block_table():
+    """Length tensors and block tables of any strides give the contiguous ones' result."""
+    args, kwargs = make_indexer_inputs(q_lens=[2, 1, 3], k_lens=[2500, 700, 1800],
+                                       return_value=True, device="cuda", seed=11)
+    want = op(*args, **kwargs)
+    strided = dict(kwargs)
+    for name in ("actual_seq_lengths_query", "actual_seq_lengths_key"):
+        strided[name] = torch.stack([kwargs[name], kwargs[name]], 1)[:, 0]
+        assert strided[name].stride() == (2,)
+    strided["block_table"] = kwargs["block_table"].t().contiguous().t()
+    got = op(*args, **strided)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
 
 
 @pytest.mark.parametrize("layout", ["BSND", "TND"])

@@ -42,6 +42,8 @@ constexpr int32_t R_COUNT = 3;
 // The NPU work unit: 4 query tokens x 64 heads (M = 256 rows of the cube) by 2048 keys.
 constexpr int32_t NPU_Q_BLOCK = 4;
 constexpr int32_t NPU_K_BLOCK = 2048;
+// Most query blocks a header may declare: QB * NPU_Q_BLOCK (the split's max_seqlen_q) fits int32.
+constexpr int64_t MAX_Q_BLOCKS = 0x7FFFFFFF / NPU_Q_BLOCK;
 
 }  // namespace li
 

@@ -124,6 +124,64 @@ LI_INLINE int64_t FirstParticipant(const SplitParams &p, const QL &qLens, const 
     return first;
 }
 
+// The row after (b, qb) in enumeration order. A batch's query blocks past its last token have no
+// units, so the walk jumps from the first of them to the next batch: walking the rows costs
+// O(B + live rows) however many query blocks the metadata declares.
+template <typename QL>
+LI_INLINE void NextRowIndex(const SplitParams &p, const QL &qLens, int64_t qbCount, int64_t &b, int64_t &qb)
+{
+    const int64_t qBlock = QBlockField(p);
+    if (++qb == qbCount || (qBlock > 0 && qb * qBlock >= QueryLen(p.q, qLens, b))) {
+        qb = 0;
+        ++b;
+    }
+}
+
+// Whether the worker records of `meta` split exactly this call's units: walked in worker order,
+// the non-empty runs start at unit 0, each where the previous one ended, inside a row that has
+// units, and together end at the last unit. Only then is walking them (RunOf, Advance) safe:
+// metadata computed for other lengths (a stale step's) or corrupted could name rows past the
+// batch or runs past the last unit. One pass over the live rows and the records.
+template <typename QL, typename KL, typename Meta>
+LI_INLINE bool RecordsCoverUnits(const SplitParams &p, const QL &qLens, const KL &kLens, const Meta &meta)
+{
+    const int64_t qbCount = QBlockCount(p);
+    int64_t b = 0;
+    int64_t qb = 0;
+    int64_t rowStart = 0;  // position of row (b, qb)'s first unit
+    int64_t rowUnits = p.q.batch > 0 ? RowOf(p, qLens, kLens, 0, 0).units : 0;
+    int64_t next = 0;  // position where the next non-empty run must start
+    for (int64_t w = 0; w < p.numWorkers; ++w) {
+        const int64_t count = RecordCount(meta, w);
+        if (count < 0) {
+            return false;
+        }
+        if (count == 0) {
+            continue;
+        }
+        const Unit u = RecordUnit(meta, w);
+        if (u.b < b || u.b >= p.q.batch || u.qb < 0 || u.qb >= qbCount || (u.b == b && u.qb < qb)) {
+            return false;  // outside the call, or behind the rows already passed
+        }
+        while (b < u.b || (b == u.b && qb < u.qb)) {  // b <= u.b < B: every row read exists
+            rowStart += rowUnits;
+            NextRowIndex(p, qLens, qbCount, b, qb);
+            rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
+        }
+        if (b != u.b || qb != u.qb || u.kb < 0 || u.kb >= rowUnits || rowStart + u.kb != next) {
+            return false;
+        }
+        next += count;
+    }
+    int64_t total = rowStart;  // the call's unit count
+    while (b < p.q.batch) {
+        total += rowUnits;
+        NextRowIndex(p, qLens, qbCount, b, qb);
+        rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
+    }
+    return next == total;
+}
+
 }  // namespace li
 
 #endif  // CUSTOM_OPS_LI_SCHEDULE_H

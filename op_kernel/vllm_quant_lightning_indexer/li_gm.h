@@ -59,8 +59,10 @@ constexpr uint16_t FLAG_MM_FREE = 2;   // + buffer (0, 1): both vector cores con
 constexpr uint8_t CROSS_CORE_MODE = 2;
 
 // The metadata is trusted only if it is this package's NPU schedule of this call: same batch,
-// selection attributes and layout, and no more workers than the partial-list workspace holds.
-// Anything else leaves the outputs at -1 / -inf (the host checks cannot read device data).
+// selection attributes and layout, and no more workers than the partial-list workspace holds
+// (the header, here), and records that split exactly this call's units (li::RecordsCoverUnits,
+// once the split parameters are known). Anything else leaves the outputs at -1 / -inf (the
+// host checks cannot read device data).
 struct MetadataExpect {
     int64_t batch;
     int64_t sparseCount;
@@ -76,6 +78,7 @@ __aicore__ inline bool MetadataUsable(const GmMeta &meta, const MetadataExpect &
            meta(li::F_WORKERS) >= 1 && meta(li::F_WORKERS) <= li::Min(e.maxWorkers, li::MAX_WORKERS) &&
            (meta(li::F_QBLOCK) == li::NPU_Q_BLOCK || meta(li::F_QBLOCK) == 0) &&
            meta(li::F_KBLOCK) == li::NPU_K_BLOCK && meta(li::F_BATCH) == e.batch && meta(li::F_QBLOCKS) >= 1 &&
+           meta(li::F_QBLOCKS) <= li::MAX_Q_BLOCKS &&
            meta(li::F_SPARSE_COUNT) == e.sparseCount && meta(li::F_SPARSE_MODE) == e.sparseMode &&
            meta(li::F_CMP_RATIO) == e.cmpRatio && meta(li::F_LAYOUT) == e.layout;
 }

@@ -59,6 +59,8 @@ public:
         if (usable_) {
             params_.numWorkers = static_cast<int32_t>(meta_(li::F_WORKERS));
             params_.maxSeqlenQ = meta_(li::F_QBLOCK) == 0 ? 0 : static_cast<int32_t>(meta_(li::F_QBLOCKS)) * li::NPU_Q_BLOCK;
+            // the records too: a schedule of other lengths would walk rows past the batch
+            usable_ = li::RecordsCoverUnits(params_, qLens_, kLens_, meta_);
         }
         indices_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t *>(args.sparseIndices));
         values_.SetGlobalBuffer(reinterpret_cast<__gm__ float *>(args.sparseValues));

@@ -1,4 +1,5 @@
 // Who shares a row, which slot holds its partial list, and who merges it.
+#include <algorithm>
 #include <string>
 
 #include "check.h"
@@ -69,4 +70,77 @@ TEST(every_shared_row_has_exactly_one_merger_random)
                       "case " + std::to_string(i) + " row " + std::to_string(r));
         }
     }
+}
+
+// The kernel walks the records only if they split this call's units (li::RecordsCoverUnits).
+TEST(every_split_covers_its_own_units_random)
+{
+    std::mt19937 rng(11);
+    for (int i = 0; i < 300; ++i) {
+        const Problem pr = RandomProblem(rng);
+        CHECK_MSG(li::RecordsCoverUnits(pr.p, pr.q, pr.k, Split(pr)), "case " + std::to_string(i));
+    }
+}
+
+TEST(a_split_of_other_lengths_is_refused)
+{
+    // metadata of a step with long rows, run with shorter ones (the runs would pass the batch)
+    const Problem then = Bsnd({1, 1}, {60000, 60000}, 1, 24);
+    const Problem now = Bsnd({1, 1}, {3000, 3000}, 1, 24);
+    CHECK(!li::RecordsCoverUnits(now.p, now.q, now.k, Split(then)));
+    // and the other way: rows that grew would leave keys unscored
+    CHECK(!li::RecordsCoverUnits(then.p, then.q, then.k, Split(now)));
+    // random: refused exactly when a row's unit count changed (a row without query tokens, or a
+    // few more keys inside its last key block, leaves the split valid)
+    std::mt19937 rng(12);
+    int refused = 0;
+    for (int i = 0; i < 300; ++i) {
+        const Problem a = RandomProblem(rng);
+        Problem b = a;
+        b.k.v[rng() % b.k.v.size()] += static_cast<int32_t>(rng() % (3 * 2048 * 8));
+        const auto ua = Model(a).units;
+        const auto ub = Model(b).units;
+        const bool same = ua.size() == ub.size() &&
+                          std::equal(ua.begin(), ua.end(), ub.begin(), [](const li::Unit &x, const li::Unit &y) {
+                              return x.b == y.b && x.qb == y.qb && x.kb == y.kb;
+                          });
+        const bool covers = li::RecordsCoverUnits(b.p, b.q, b.k, Split(a));
+        CHECK_MSG(covers == same, "case " + std::to_string(i));
+        refused += covers ? 0 : 1;
+    }
+    CHECK(refused > 100);
+}
+
+TEST(corrupt_records_are_refused)
+{
+    const Problem pr = Bsnd({4, 3, 4}, {9000, 5000, 7000}, 4, 6);
+    const Meta good = Split(pr);
+    CHECK(li::RecordsCoverUnits(pr.p, pr.q, pr.k, good));
+    const int32_t rec1 = li::HEADER_LEN + li::RECORD_LEN;  // worker 1's record
+    const std::vector<std::pair<int32_t, int32_t>> edits = {
+        {rec1 + li::R_COUNT, -1},          // a negative count
+        {rec1 + li::R_COUNT, 1 << 30},     // a run past the last unit
+        {rec1 + li::R_BATCH, 3},           // a batch past B
+        {rec1 + li::R_BATCH, -1},          // a negative batch
+        {rec1 + li::R_QBLOCK, 1},          // a query block past QB (one block of 4 tokens)
+        {rec1 + li::R_KBLOCK, 1000},       // a key block past its row
+        {rec1 + li::R_KBLOCK, -1},         // a negative key block
+        {li::HEADER_LEN + li::R_KBLOCK, 1},  // worker 0 does not start at unit 0
+    };
+    for (const auto &[at, value] : edits) {
+        Meta bad = good;
+        bad.v[at] = value;
+        CHECK_MSG(!li::RecordsCoverUnits(pr.p, pr.q, pr.k, bad), "edit at " + std::to_string(at));
+    }
+}
+
+TEST(many_declared_query_blocks_walk_only_live_rows)
+{
+    // Query blocks past every sequence's last token have no units: a split made for a short
+    // max_seqlen_q is also a split of the same call under a huge one, and checking it must not
+    // walk the huge count of empty rows.
+    const Problem pr = Bsnd({3, 0, 4}, {5000, 70, 9000}, 4, 8);
+    Problem huge = pr;
+    huge.p.maxSeqlenQ = static_cast<int32_t>(li::MAX_Q_BLOCKS * li::NPU_Q_BLOCK);
+    CHECK(li::RecordsCoverUnits(huge.p, huge.q, huge.k, Split(pr)));
 }
