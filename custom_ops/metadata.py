@@ -99,15 +99,7 @@ def compute(
     q_block = params.q_block if (params.q_block > 0 and max_seqlen_q > 0) else 0
     qb_count = -(-max_seqlen_q // q_block) if q_block else 1
 
-    # Rows are (b, qb); a row's key blocks end at the last visible key of its last query token.
-    qb = torch.arange(qb_count, device=device, dtype=torch.int64)
-    if q_block:
-        last_s = torch.minimum((qb[None, :] + 1) * q_block, s1[:, None]) - 1  # [B, QB]
-    else:
-        last_s = (s1 - 1)[:, None]
-    row_live = last_s >= qb[None, :] * max(q_block, 1) if q_block else last_s >= 0
-    keys = visible_keys(last_s, s1[:, None], s2[:, None], cmp_ratio, sparse_mode)
-    units = torch.where(row_live, -(-keys // params.k_block), 0).reshape(-1)  # [R]
+    units = _row_units(s1, s2, q_block, qb_count, params.k_block, cmp_ratio, sparse_mode)  # [R]
     cum = torch.cumsum(units, 0)
     total = cum[-1:] if cum.numel() else units.new_zeros(1)
 
@@ -131,6 +123,19 @@ def compute(
     header = torch.cat([header[:F_UNITS], total, header[F_UNITS + 1:]])
     pad = torch.zeros(METADATA_LEN - HEADER_LEN - records.numel(), dtype=torch.int64, device=device)
     return torch.cat([header, records, pad]).to(torch.int32)
+
+
+def _row_units(s1, s2, q_block, qb_count, k_block, cmp_ratio, sparse_mode):
+    """Units of every row (b, qb), batch-major, int64 [B * qb_count]: a row's key blocks end at
+    the last visible key of its last query token."""
+    qb = torch.arange(qb_count, device=s1.device, dtype=torch.int64)
+    if q_block:
+        last_s = torch.minimum((qb[None, :] + 1) * q_block, s1[:, None]) - 1  # [B, QB]
+    else:
+        last_s = (s1 - 1)[:, None]
+    row_live = last_s >= qb[None, :] * max(q_block, 1) if q_block else last_s >= 0
+    keys = visible_keys(last_s, s1[:, None], s2[:, None], cmp_ratio, sparse_mode)
+    return torch.where(row_live, -(-keys // k_block), 0).reshape(-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,3 +192,36 @@ def check_matches(sched: Schedule, *, backend: int, batch: int, sparse_mode: int
     for field, got, want in fields:
         if got != want:
             raise ValueError(f"metadata was computed for {field} {got}, but this call has {want}")
+
+
+def check_covers(sched: Schedule, actual_seq_lengths_query, actual_seq_lengths_key, *,
+                 layout_query: str, max_s1: int) -> None:
+    """Raise ValueError unless the records of `sched` split exactly this call's units: walked in
+    worker order, the non-empty runs start at unit 0, each where the previous one ended and
+    inside a row that has units, and end at the last unit. Metadata computed for other lengths
+    (a stale step's) would leave keys unscored or name rows the call does not have. Reads the
+    lengths (a host sync). Query blocks past max_s1 have no units and are not enumerated."""
+    s1 = query_lengths(actual_seq_lengths_query, sched.batch, layout_query, max_s1).cpu()
+    s2 = actual_seq_lengths_key.cpu().to(torch.int64)
+    live_qb = min(sched.q_blocks, -(-max_s1 // sched.q_block)) if sched.q_block > 0 else 1
+    units = _row_units(s1, s2, max(sched.q_block, 0), max(live_qb, 0), sched.k_block,
+                       sched.cmp_ratio, sched.sparse_mode).tolist()
+    starts = [0]
+    for n in units:
+        starts.append(starts[-1] + n)
+    at = 0  # where the next non-empty run must start
+    for w, (b, qb, kb, count) in enumerate(sched.workers):
+        if count == 0:
+            continue
+        row = b * live_qb + qb
+        if (count < 0 or not 0 <= b < sched.batch or not 0 <= qb < live_qb
+                or not 0 <= kb < units[row] or starts[row] + kb != at):
+            raise ValueError(
+                f"metadata does not split this call's work: worker {w}'s run (batch {b}, query "
+                f"block {qb}, key block {kb}, {count} units) does not start at unit {at} of "
+                f"{starts[-1]}; compute the metadata from this call's lengths")
+        at += count
+    if at != starts[-1]:
+        raise ValueError(f"metadata does not split this call's work: its runs cover {at} units, "
+                         f"this call has {starts[-1]}; compute the metadata from this call's "
+                         "lengths")

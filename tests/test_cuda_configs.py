@@ -42,6 +42,17 @@ def test_scratch_bound_is_monotone_and_covers_every_launch(cap):
         assert max(buckets, sort) <= configs.scratch_bytes(rows, cap, k)
 
 
+@pytest.mark.parametrize("key_windows", [False, True])
+def test_key_windows_count_their_top_k_buffers(key_windows):
+    """A graph over a wide table (keys in windows) also holds three [rows, k] pairs of index and
+    score buffers; its chunks leave room for them."""
+    width, k = configs.window_keys(4096, 1 << 20, 64), 2048
+    rows = configs.rows_per_chunk(width, k, BUDGET, key_windows=key_windows)
+    windows = 3 * rows * k * 8 if key_windows else 0
+    assert configs.scratch_bytes(rows, width, k) + windows <= BUDGET
+    assert configs.scratch_bytes(rows + 1, width, k) + windows + 3 * k * 8 * key_windows > BUDGET
+
+
 def test_scratch_counts_phase_two():
     """With short rows the candidate arrays, not the logits, bound the chunk (2048 keys, k=2048:
     the logits alone would allow four times as many rows)."""

@@ -230,3 +230,28 @@ def test_metadata_device_with_an_index_accepts_cpu_tensors():
                    actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64,
                    num_heads_k=1, head_dim=128, max_seqlen_q=3, device="cpu:0")
     assert meta.device.type == "cpu"
+
+
+def _meta_for(kwargs, ask, max_seqlen_q=3, device="cpu"):
+    return meta_op(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
+                   actual_seq_lengths_key=ask, num_heads_q=64, num_heads_k=1, head_dim=128,
+                   max_seqlen_q=max_seqlen_q, device=device)
+
+
+@pytest.mark.parametrize("factor", [0.25, 4.0], ids=["shorter", "longer"])
+def test_metadata_of_other_key_lengths_is_rejected(factor):
+    """A schedule of another step's lengths would leave keys unscored or name work the call
+    does not have (SPEC §2): the host check walks its runs against this call's units."""
+    args, kwargs = make_indexer_inputs(q_lens=[3, 2], k_lens=[9000, 3000])  # CPU units: 8192 keys
+    ask = kwargs["actual_seq_lengths_key"]
+    other = (ask.double() * factor).to(torch.int32)
+    assert op(*args, metadata=_meta_for(kwargs, ask), **kwargs)[0] is not None
+    with pytest.raises(ValueError, match="does not split this call's work"):
+        op(*args, metadata=_meta_for(kwargs, other), **kwargs)
+
+
+def test_metadata_of_a_larger_max_seqlen_q_is_accepted():
+    args, kwargs = _inputs()
+    want = op(*args, **kwargs)
+    got = op(*args, metadata=_meta_for(kwargs, kwargs["actual_seq_lengths_key"], 64), **kwargs)
+    assert all(torch.equal(g, w) for g, w in zip(got, want))

@@ -212,6 +212,20 @@ def test_metadata_must_cover_every_query_token():
     assert_indexer_close(*out, args, kwargs)
 
 
+@pytest.mark.parametrize("inference", [False, True])
+def test_metadata_of_other_key_lengths_is_rejected(inference):
+    """A schedule of another step's key lengths would leave keys unscored (its units end short)
+    or schedule work past them: eager calls reject it, inference tensors included."""
+    with torch.inference_mode(inference):
+        args, kwargs = make_indexer_inputs(q_lens=[2, 1], k_lens=[3000, 1500], device="cuda")
+        stale = dict(kwargs, actual_seq_lengths_key=kwargs["actual_seq_lengths_key"] // 4)
+        meta = metadata_for(stale, 2)
+        with pytest.raises(ValueError, match="does not split this call's work"):
+            op(*args, metadata=meta, **kwargs)
+        out = op(*args, metadata=metadata_for(kwargs, 2), **kwargs)
+    assert_indexer_close(*out, args, kwargs)
+
+
 @pytest.mark.parametrize("key_windows", [False, True])
 def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, key_windows):
     """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows, also

@@ -78,9 +78,11 @@ def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, k
     block_table, metadata = kw["block_table"], kw["metadata"]
     _checks.check_length_values(p, asq, ask, block_table)
     if metadata is not None:
-        md.check_matches(md.decode(metadata), backend=md.BACKEND_CPU, batch=p.batch,
+        sched = md.decode(metadata)
+        md.check_matches(sched, backend=md.BACKEND_CPU, batch=p.batch,
                          sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
                          layout_query=p.layout_query)
+        md.check_covers(sched, asq, ask, layout_query=p.layout_query, max_s1=p.max_s1)
     compute_dtype = torch.float32 if query.dtype == torch.int8 else torch.float64
 
     q_rows = query.reshape(-1, *query.shape[-2:])  # [B*S1 or T, N1, D]

@@ -324,14 +324,16 @@ def place_rank_programs(rows: int, g: int, tc: TopkConfig) -> int:
     return max(1, min(g, -(-tc.place_rank_programs // rows)))
 
 
-def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> int:
+def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None,
+                  key_windows: bool = False) -> int:
     """Upper bound of the device memory one launch of both phases allocates for `rows` rows of
     `cap` keys: fp32 logits and their sample, an fp16 copy of the query (fp8 prefill), the
     segment slots (int64; rows·G <= programs + rows, which keeps the bound monotone in rows),
     the ordering's arrays (buckets: bucket counts and cursors, the grouped int64 candidates and
     their groups; sort: the merged (mono, index) arrays and the sort's int64 positions, counted
     with a separate values array the in-place sort no longer needs) and small
-    per-row counters."""
+    per-row counters; with key_windows (keys in windows of `cap`) also the windows' three
+    [rows, k] (index, score) top-k buffers."""
     tc = tc or TOPK
     slots = candidate_slots(k, tc)
     order = max(slots * 12 + tc.buckets * 8, slots * 8 + slots * 12)
@@ -339,15 +341,18 @@ def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None) -> 
     # counts (rows·G <= programs + rows: the programs' share is in the fixed term below)
     counters = 16 + 4 + 4 + 4
     per_row = (cap + sample_columns(cap)) * 4 + 64 * 128 * 2 + slots * 8 + order + counters
+    if key_windows:
+        per_row += 3 * k * 8
     return rows * per_row + tc.programs * (slots * 8 + 4)
 
 
-def rows_per_chunk(cap: int, k: int, budget: int, tc: TopkConfig | None = None) -> int:
+def rows_per_chunk(cap: int, k: int, budget: int, tc: TopkConfig | None = None,
+                   key_windows: bool = False) -> int:
     """The most rows one launch may take so that scratch_bytes stays within `budget` (SPEC §1.6);
     at least 1."""
     tc = tc or TOPK
-    fixed = scratch_bytes(0, cap, k, tc)
-    return max(1, (budget - fixed) // (scratch_bytes(1, cap, k, tc) - fixed))
+    fixed = scratch_bytes(0, cap, k, tc, key_windows)
+    return max(1, (budget - fixed) // (scratch_bytes(1, cap, k, tc, key_windows) - fixed))
 
 
 def split_params(workers: int, max_seqlen_q: int) -> md.SplitParams:

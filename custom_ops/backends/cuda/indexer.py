@@ -20,9 +20,9 @@ capture.
 Metadata checks: the kernels check the header on the device (a mismatch yields all -1 rows, never
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
 decoded on the host once per tensor version (every call for inference tensors, which have no
-version), so a wrong one raises ValueError as on the CPU. Only the header and the query tokens'
-coverage are checked: metadata computed for other key lengths is the caller's error (SPEC §2),
-and keys its units leave out are left unscored.
+version), so a wrong one raises ValueError as on the CPU, including a schedule of other lengths
+(metadata.check_covers). In a graph only the header is checked on the device: a captured
+metadata op recomputes the schedule with each replay's lengths.
 """
 from __future__ import annotations
 
@@ -84,10 +84,10 @@ def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int
     return int((ends - starts.clamp(max=ends)).clamp(min=0).max())
 
 
-def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: int,
+def _check_metadata_on_host(metadata, asq, ask, p: _checks.IndexerProblem, workers: int,
                             block_k: int, leading_zero: bool):
     """Eager-mode check of a caller's metadata against this call (it syncs): once per metadata
-    version, call signature and query-length tensor version."""
+    version, call signature and length tensor versions."""
     def check():
         sched = md.decode(metadata)
         md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch,
@@ -102,10 +102,11 @@ def _check_metadata_on_host(metadata, asq, p: _checks.IndexerProblem, workers: i
                 f"metadata covers {sched.q_block * sched.q_blocks} query tokens per sequence "
                 f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a "
                 f"sequence of {tokens}: compute the metadata with this call's max_seqlen_q")
-    if metadata.is_inference() or (asq is not None and asq.is_inference()):
+        md.check_covers(sched, asq, ask, layout_query=p.layout_query, max_s1=p.max_s1)
+    if any(t is not None and t.is_inference() for t in (metadata, asq, ask)):
         check()  # an inference tensor has no version counter to remember it by
         return
-    key = (metadata._version, p, workers, block_k,
+    key = (metadata._version, p, workers, block_k, (id(ask), ask._version),
            None if asq is None else (id(asq), asq._version))
     _once_per(_checked, metadata, key, check)
 
@@ -399,7 +400,7 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
     tnd = p.layout_query == "TND"
     s1 = p.max_s1
     k = p.sparse_count
-    rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES)
+    rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES, key_windows=key_windows)
     if rows <= rows_per_chunk:
         meta = metadata  # key windows make their own schedules (and check this one)
         if meta is None and not key_windows:
@@ -507,7 +508,7 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     graph = _in_graph_or_compile()  # the lengths cannot be read
     lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
     if metadata is not None and query.device.type == "cuda" and not graph:
-        _check_metadata_on_host(metadata, asq, p, workers, lc.block_k, leading_zero)
+        _check_metadata_on_host(metadata, asq, ask, p, workers, lc.block_k, leading_zero)
 
     graph_width = configs.window_keys(rows, cap, p.block_size)
     if graph:  # the table's width, or windows of keys beyond a budget
