@@ -222,7 +222,8 @@ def check_indexer(query, key, weights, query_dequant_scale, key_dequant_scale, *
 
 def check_length_values(p: IndexerProblem, actual_seq_lengths_query, actual_seq_lengths_key,
                         block_table) -> None:
-    """Data-dependent rules (reads the tensors: host backends only)."""
+    """Data-dependent rules (reads the tensors: the CPU backend, and eager CUDA calls given
+    metadata, whose host check syncs anyway; otherwise device backends clamp in the kernels)."""
     ask = actual_seq_lengths_key.cpu()
     if (ask < 0).any():
         _fail("actual_seq_lengths_key", ask.tolist(), "must be non-negative")

@@ -47,8 +47,8 @@ def per_step_us(step, steps=STEPS, runs=RUNS) -> tuple[float, float]:
     for queued in (False, True):
         results = []
         for _ in range(runs):
-            if queued:
-                torch.cuda._sleep(SLEEP_CYCLES)
+            if queued:  # (longer runs take the host longer to queue)
+                torch.cuda._sleep(SLEEP_CYCLES * max(1, steps // STEPS))
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
@@ -98,7 +98,13 @@ def bench_length(length: int, layout: str) -> tuple[dict, dict]:
     times["static-graph"] = per_step_us(graph.replay)
     del static, graph
 
-    capacity = length + 10 * STEPS + 1
+    # every timed run of vt-append spans whole chunks, so it pays its share of the chunks it
+    # maps (one per sequence per chunk of tokens, per_sequence; one per chunk, sequence_major)
+    chunk_tokens = vtensor.lookup(vtensor.empty(
+        BATCH, HEADS, HEAD_DIM, capacity=1, dtype=DTYPE, device="cuda", layout=layout))
+    chunk_tokens = chunk_tokens.chunk // chunk_tokens.token_bytes
+    steps = -(-STEPS // chunk_tokens) * chunk_tokens
+    capacity = length + 7 * steps + 4
     live = torch.ops.custom.vtensor_append(
         vtensor.empty(BATCH, HEADS, HEAD_DIM, capacity=capacity, dtype=DTYPE, device="cuda",
                       layout=layout),
@@ -109,7 +115,7 @@ def bench_length(length: int, layout: str) -> tuple[dict, dict]:
         nonlocal live
         live = torch.ops.custom.vtensor_append(live, new)
 
-    times["vt-append"] = per_step_us(append, runs=3)
+    times["vt-append"] = per_step_us(append, steps=steps, runs=3)
     assert live.data_ptr() == pointer, "the virtual cache moved"
     stats = vtensor.memory_stats("cuda")
     memory["live"] = BATCH * live.shape[1] * ROW

@@ -226,6 +226,25 @@ def test_metadata_of_other_key_lengths_is_rejected(inference):
     assert_indexer_close(*out, args, kwargs)
 
 
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_prefill_query_lengths_past_the_rows_are_clamped(layout):
+    """Query lengths past S1 (BSND) or T (TND) break SPEC §1.1; without a sync the call cannot
+    raise, so it answers as if they were clamped, from scored keys only (the schedule counts
+    its units from the same clamped lengths); given metadata, the eager host check raises."""
+    lens = [70, 3] if layout == "BSND" else [3, 70]
+    args, kwargs = make_indexer_inputs(q_lens=lens, k_lens=[1000, 500], sparse_count=64,
+                                       layout=layout, return_value=True, device="cuda", seed=13)
+    good = dict(kwargs)
+    bad = dict(kwargs, actual_seq_lengths_query=kwargs["actual_seq_lengths_query"].clone())
+    bad["actual_seq_lengths_query"][0 if layout == "BSND" else 1] = 2000
+    if layout == "BSND":
+        good["actual_seq_lengths_query"] = bad["actual_seq_lengths_query"].clamp(max=70)
+    poison()
+    assert_indexer_close(*op(*args, **bad), args, good)
+    with pytest.raises(ValueError, match="actual_seq_lengths_query"):
+        op(*args, metadata=metadata_for(bad, 70 if layout == "BSND" else 2000), **bad)
+
+
 @pytest.mark.parametrize("key_windows", [False, True])
 def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, key_windows):
     """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows, also

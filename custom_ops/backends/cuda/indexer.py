@@ -84,11 +84,13 @@ def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int
     return int((ends - starts.clamp(max=ends)).clamp(min=0).max())
 
 
-def _check_metadata_on_host(metadata, asq, ask, p: _checks.IndexerProblem, workers: int,
-                            block_k: int, leading_zero: bool):
+def _check_metadata_on_host(metadata, asq, ask, block_table, p: _checks.IndexerProblem,
+                            workers: int, block_k: int, leading_zero: bool):
     """Eager-mode check of a caller's metadata against this call (it syncs): once per metadata
-    version, call signature and length tensor versions."""
+    version, call signature and length tensor versions. The lengths are read anyway, so their
+    values are checked as the CPU backend checks them (SPEC §1.1)."""
     def check():
+        _checks.check_length_values(p, asq, ask, block_table)
         sched = md.decode(metadata)
         md.check_matches(sched, backend=md.BACKEND_CUDA, batch=p.batch,
                          sparse_mode=p.sparse_mode, cmp_ratio=p.cmp_ratio,
@@ -103,10 +105,11 @@ def _check_metadata_on_host(metadata, asq, ask, p: _checks.IndexerProblem, worke
                 f"(q_block {sched.q_block} x {sched.q_blocks} blocks) but this call has a "
                 f"sequence of {tokens}: compute the metadata with this call's max_seqlen_q")
         md.check_covers(sched, asq, ask, layout_query=p.layout_query, max_s1=p.max_s1)
-    if any(t is not None and t.is_inference() for t in (metadata, asq, ask)):
+    if any(t is not None and t.is_inference() for t in (metadata, asq, ask, block_table)):
         check()  # an inference tensor has no version counter to remember it by
         return
     key = (metadata._version, p, workers, block_k, (id(ask), ask._version),
+           (id(block_table), block_table._version),
            None if asq is None else (id(asq), asq._version))
     _once_per(_checked, metadata, key, check)
 
@@ -508,7 +511,14 @@ def indexer(query, key, weights, qscale, kscale, asq, ask, block_table, metadata
     graph = _in_graph_or_compile()  # the lengths cannot be read
     lc = _logits_path(p, rows, s1, query.dtype == torch.int8)[3]
     if metadata is not None and query.device.type == "cuda" and not graph:
-        _check_metadata_on_host(metadata, asq, ask, p, workers, lc.block_k, leading_zero)
+        _check_metadata_on_host(metadata, asq, ask, block_table, p, workers, lc.block_k,
+                                leading_zero)
+    if asq is not None and s1 > DECODE_MAX_Q:
+        # Query lengths past S1 (BSND) or T (TND) break SPEC §1.1; the kernels clamp them where
+        # they walk rows, and in query blocks (q_block > 0) the schedule must count its units
+        # from the same clamped lengths, or phase 2 would rank keys no unit scored. (Decode
+        # schedules one block per sequence, whose units do not depend on the query length.)
+        asq = asq.clamp(0, s1)
 
     graph_width = configs.window_keys(rows, cap, p.block_size)
     if graph:  # the table's width, or windows of keys beyond a budget
