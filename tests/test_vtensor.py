@@ -421,6 +421,13 @@ def test_inplace_argument_errors(device, positions, error, match):
         append_(_tokens(device, steps=8), _tokens(device), positions(device))
 
 
+def test_inplace_refuses_a_cache_that_repeats_rows(device):
+    """An expanded cache (stride 0 on B) would take several sequences' rows in one place."""
+    cache = torch.zeros(1, 8, 2, 16, device=device).expand(3, -1, -1, -1)
+    with pytest.raises(ValueError, match="must not repeat rows"):
+        append_(cache, _tokens(device, batch=3), torch.zeros(3, dtype=torch.int64, device=device))
+
+
 def test_helpers_reject_ordinary_tensors():
     with pytest.raises(ValueError, match="capacity_view: cache must be a view of a virtual"):
         vtensor.capacity_view(torch.zeros(1, 1, 1, 1))

@@ -46,11 +46,10 @@ def _load_acl() -> ctypes.CDLL:
     acl.aclrtUnmapMem.argtypes = [ctypes.c_void_p]
     acl.aclrtMemGetAllocationGranularity.argtypes = [
         ctypes.POINTER(_PhysicalMemProp), ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
-    acl.aclrtSetDevice.argtypes = [ctypes.c_int32]
     acl.aclGetRecentErrMsg.restype = ctypes.c_char_p
     for name in ("aclrtReserveMemAddress", "aclrtReleaseMemAddress", "aclrtMallocPhysical",
                  "aclrtFreePhysical", "aclrtMapMem", "aclrtUnmapMem",
-                 "aclrtMemGetAllocationGranularity", "aclrtSetDevice"):
+                 "aclrtMemGetAllocationGranularity"):
         getattr(acl, name).restype = ctypes.c_int
     return acl
 
@@ -65,10 +64,11 @@ class NpuDriver(VmmDriver):
             _ACL_MEM_HANDLE_TYPE_NONE, _ACL_MEM_ALLOCATION_TYPE_PINNED, _ACL_HBM_MEM_HUGE,
             _MemLocation(self.ordinal, _ACL_MEM_LOCATION_TYPE_DEVICE), 0)
         granularity = ctypes.c_size_t()
-        self._call(f"aclrtMemGetAllocationGranularity(device={self.ordinal}, MINIMUM)",
-                   self.acl.aclrtMemGetAllocationGranularity(
-                       ctypes.byref(self.prop), _ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
-                       ctypes.byref(granularity)))
+        with self._on_device():
+            self._call(f"aclrtMemGetAllocationGranularity(device={self.ordinal}, MINIMUM)",
+                       self.acl.aclrtMemGetAllocationGranularity(
+                           ctypes.byref(self.prop), _ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
+                           ctypes.byref(granularity)))
         self.granularity = granularity.value
         self._owners: list = []  # see wrap: an NPU storage cannot keep its owner alive
 
@@ -81,37 +81,43 @@ class NpuDriver(VmmDriver):
                 raise VTensorOutOfMemoryError(message)
             raise DriverError(message)
 
-    def _bind(self) -> None:
-        self._call(f"aclrtSetDevice({self.ordinal})", self.acl.aclrtSetDevice(self.ordinal))
+    def _on_device(self):
+        """The cache's device made current for one driver call and restored after it (torch_npu
+        sets and restores the thread's ACL device, as torch.cuda.device does for CUDA)."""
+        return torch.npu.device(self.device)
 
     def reserve(self, nbytes: int) -> int:
-        self._bind()
         address = ctypes.c_void_p()
-        self._call(f"aclrtReserveMemAddress(size={nbytes})",
-                   self.acl.aclrtReserveMemAddress(ctypes.byref(address), nbytes, 0, None, 0))
+        with self._on_device():
+            self._call(f"aclrtReserveMemAddress(size={nbytes})",
+                       self.acl.aclrtReserveMemAddress(ctypes.byref(address), nbytes, 0, None, 0))
         return address.value
 
     def release(self, address: int, nbytes: int) -> None:
-        self._call(f"aclrtReleaseMemAddress(0x{address:x})",
-                   self.acl.aclrtReleaseMemAddress(address))
+        with self._on_device():
+            self._call(f"aclrtReleaseMemAddress(0x{address:x})",
+                       self.acl.aclrtReleaseMemAddress(address))
 
     def create(self, nbytes: int) -> object:
-        self._bind()
         handle = ctypes.c_void_p()
-        self._call(f"aclrtMallocPhysical(size={nbytes}, device={self.ordinal})",
-                   self.acl.aclrtMallocPhysical(ctypes.byref(handle), nbytes,
-                                                ctypes.byref(self.prop), 0))
+        with self._on_device():
+            self._call(f"aclrtMallocPhysical(size={nbytes}, device={self.ordinal})",
+                       self.acl.aclrtMallocPhysical(ctypes.byref(handle), nbytes,
+                                                    ctypes.byref(self.prop), 0))
         return handle.value
 
     def destroy(self, handle: object) -> None:
-        self._call("aclrtFreePhysical", self.acl.aclrtFreePhysical(handle))
+        with self._on_device():
+            self._call("aclrtFreePhysical", self.acl.aclrtFreePhysical(handle))
 
     def map(self, address: int, nbytes: int, handle: object) -> None:
-        self._call(f"aclrtMapMem(0x{address:x}, size={nbytes})",
-                   self.acl.aclrtMapMem(address, nbytes, 0, handle, 0))
+        with self._on_device():
+            self._call(f"aclrtMapMem(0x{address:x}, size={nbytes})",
+                       self.acl.aclrtMapMem(address, nbytes, 0, handle, 0))
 
     def unmap(self, address: int, nbytes: int) -> None:
-        self._call(f"aclrtUnmapMem(0x{address:x})", self.acl.aclrtUnmapMem(address))
+        with self._on_device():
+            self._call(f"aclrtUnmapMem(0x{address:x})", self.acl.aclrtUnmapMem(address))
 
     def wrap(self, address: int, nbytes: int, owner: object) -> torch.Tensor:
         # torch_npu offers no array interface that ties a Python owner to a storage, so the

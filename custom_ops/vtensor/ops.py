@@ -143,6 +143,9 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
     if steps > cache.shape[1]:
         raise ValueError(f"vtensor_append_: states carry T = {steps} tokens, more than the cache "
                          f"holds (S = {cache.shape[1]})")
+    if any(size > 1 and stride == 0 for size, stride in zip(cache.shape[:2], cache.stride()[:2])):
+        raise ValueError("vtensor_append_: cache must not repeat rows (a stride of 0 on B or S: "
+                         f"an expanded tensor), got strides {tuple(cache.stride())}")
     if steps == 0:
         return
     virtual = lookup(cache)

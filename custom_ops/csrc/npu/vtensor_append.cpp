@@ -11,6 +11,11 @@ void vtensor_append_(at::Tensor &cache,          // [B, S, H, D], H * D dense
 {
     TORCH_CHECK(cache.dim() == 4 && cache.stride(3) == 1 && (cache.size(2) == 1 || cache.stride(2) == cache.size(3)),
                 "vtensor_append_: cache must be [B, S, H, D] with dense H and D, got strides ", cache.strides());
+    // a stride of 0 on B or S (an expanded cache) would write several rows to one place, and the
+    // tiling reads a 0 stride as "unset" (a dense cache)
+    TORCH_CHECK((cache.size(0) == 1 || cache.stride(0) > 0) && (cache.size(1) == 1 || cache.stride(1) > 0),
+                "vtensor_append_: cache must not repeat rows (a stride of 0 on B or S), got strides ",
+                cache.strides());
     const at::Tensor rows = states.contiguous();
     const int64_t cache_stride_b = cache.stride(0);
     const int64_t cache_stride_s = cache.stride(1);
