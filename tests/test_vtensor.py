@@ -461,3 +461,37 @@ def test_sequence_major_default_chunk_holds_whole_batch_tokens(device, batch):
         assert mapped % chunk == 0 and live <= mapped <= live + chunk, (step, mapped)
     del cache
     vtensor.synchronize()
+
+
+def test_npu_driver_drops_the_owners_of_dead_storages(monkeypatch, request):
+    """No NPU here: the driver's bookkeeping alone, over stand-ins for the extension's two ops
+    (custom_ops/csrc/npu/vtensor_storage.cpp): an owner lives while its storage does and is
+    dropped by the first collect after the storage reports its death."""
+    from types import SimpleNamespace
+
+    name = "custom_ops.vtensor.npu_driver"
+    if name not in sys.modules:  # (test_cpu_use_never_loads_accelerator_drivers checks that)
+        request.addfinalizer(lambda: sys.modules.pop(name, None))
+    from custom_ops.vtensor import npu_driver
+
+    freed = []
+    fake_ops = SimpleNamespace(
+        _vtensor_npu_storage=lambda address, nbytes, device: torch.empty(nbytes, dtype=torch.uint8),
+        _vtensor_npu_freed=lambda: [freed.pop() for _ in range(len(freed))])
+    monkeypatch.setattr(npu_driver.torch, "ops", SimpleNamespace(custom=fake_ops))
+    driver = object.__new__(npu_driver.NpuDriver)  # (its __init__ needs torch_npu and CANN)
+    driver.device, driver._owners = torch.device("cpu"), {}
+
+    class Owner:
+        dropped = 0
+
+        def __del__(self):
+            Owner.dropped += 1
+    tensors = [driver.wrap(address, 64, Owner()) for address in (0x1000, 0x2000)]
+    driver.collect()
+    assert Owner.dropped == 0 and len(tensors) == 2
+    freed.append(0x2000)  # what the storage's deleter records when its last view dies
+    driver.collect()
+    assert Owner.dropped == 1 and list(driver._owners) == [0x1000]
+    driver.collect()
+    assert Owner.dropped == 1

@@ -44,6 +44,10 @@ class VmmDriver(abc.ABC):
     def wrap(self, address: int, nbytes: int, owner: object) -> torch.Tensor:
         """A uint8 tensor [nbytes] over the range; its storage keeps ``owner`` alive."""
 
+    def collect(self) -> None:
+        """Drop the owners of wrapped ranges whose storage has died, where the storage cannot hold
+        its owner itself (NPU); nothing elsewhere."""
+
     def record_fence(self) -> object:
         """Mark the work queued so far on the current stream; ``None`` where work is synchronous."""
         return None

@@ -75,6 +75,7 @@ class DeviceMemory:
 
     def reap(self, wait: bool = False) -> None:
         """Unmap whatever waited for a fence that has passed (all of it if ``wait``)."""
+        self.driver.collect()  # (NPU: caches whose last view died since the last call close now)
         if self.parked:
             for reservation in list(self.live):
                 reservation.reap_parked(wait)

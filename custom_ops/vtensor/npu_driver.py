@@ -70,7 +70,7 @@ class NpuDriver(VmmDriver):
                            ctypes.byref(self.prop), _ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM,
                            ctypes.byref(granularity)))
         self.granularity = granularity.value
-        self._owners: list = []  # see wrap: an NPU storage cannot keep its owner alive
+        self._owners: dict = {}  # reservation address -> owner: see wrap
 
     def _call(self, call: str, code: int) -> None:
         if code != _ACL_SUCCESS:
@@ -120,12 +120,16 @@ class NpuDriver(VmmDriver):
             self._call(f"aclrtUnmapMem(0x{address:x})", self.acl.aclrtUnmapMem(address))
 
     def wrap(self, address: int, nbytes: int, owner: object) -> torch.Tensor:
-        # torch_npu offers no array interface that ties a Python owner to a storage, so the
-        # owner is kept here: on NPU a cache's reservation lives until the process ends.
-        self._owners.append(owner)
-        storage = torch._C._construct_storage_from_data_pointer(address, self.device, nbytes)
-        return torch.empty(0, dtype=torch.uint8, device=self.device).set_(
-            storage, 0, (nbytes,), (1,))
+        # An NPU storage cannot hold a Python owner: the extension's storage records its address
+        # when its last view dies (custom_ops/csrc/npu/vtensor_storage.cpp), and collect drops
+        # the owner then, which frees the reservation as on the other devices.
+        tensor = torch.ops.custom._vtensor_npu_storage(address, nbytes, self.device)
+        self._owners[address] = owner
+        return tensor
+
+    def collect(self) -> None:
+        for address in torch.ops.custom._vtensor_npu_freed():
+            self._owners.pop(address, None)  # (its __del__ closes the reservation)
 
     def record_fence(self) -> object:
         event = torch.npu.Event()
