@@ -198,14 +198,27 @@ def check_covers(sched: Schedule, actual_seq_lengths_query, actual_seq_lengths_k
                  layout_query: str, max_s1: int) -> None:
     """Raise ValueError unless the records of `sched` split exactly this call's units: walked in
     worker order, the non-empty runs start at unit 0, each where the previous one ended and
-    inside a row that has units, and end at the last unit. Metadata computed for other lengths
-    (a stale step's) would leave keys unscored or name rows the call does not have. Reads the
-    lengths (a host sync). Query blocks past max_s1 have no units and are not enumerated."""
+    inside a row that has units, and end at the last unit, and no query block the header leaves
+    out holds units. Metadata computed for other lengths (a stale step's) would leave keys
+    unscored or name rows the call does not have. Reads the lengths (a host sync). Query blocks
+    past max_s1 tokens have no units and are not enumerated."""
+    if sched.k_block <= 0 or sched.q_block < 0 or sched.q_blocks < 1:
+        raise ValueError(f"metadata must have k_block > 0, q_block >= 0 and at least one query "
+                         f"block, got k_block {sched.k_block}, q_block {sched.q_block}, "
+                         f"{sched.q_blocks} query blocks")
     s1 = query_lengths(actual_seq_lengths_query, sched.batch, layout_query, max_s1).cpu()
     s2 = actual_seq_lengths_key.cpu().to(torch.int64)
-    live_qb = min(sched.q_blocks, -(-max_s1 // sched.q_block)) if sched.q_block > 0 else 1
-    units = _row_units(s1, s2, max(sched.q_block, 0), max(live_qb, 0), sched.k_block,
-                       sched.cmp_ratio, sched.sparse_mode).tolist()
+    blocks = -(-max_s1 // sched.q_block) if sched.q_block > 0 else 1  # the call's query blocks
+    per_row = _row_units(s1, s2, sched.q_block, blocks, sched.k_block, sched.cmp_ratio,
+                         sched.sparse_mode).reshape(sched.batch, blocks)
+    declared = min(sched.q_blocks, blocks)
+    if per_row[:, declared:].any():
+        b = int(per_row[:, declared:].any(1).nonzero()[0])
+        raise ValueError(
+            f"metadata covers {declared} query blocks of {sched.q_block} tokens per sequence, "
+            f"but sequence {b} of this call has {int(s1[b])}: compute the metadata with this "
+            "call's max_seqlen_q")
+    units = per_row.reshape(-1).tolist()
     starts = [0]
     for n in units:
         starts.append(starts[-1] + n)
@@ -213,8 +226,8 @@ def check_covers(sched: Schedule, actual_seq_lengths_query, actual_seq_lengths_k
     for w, (b, qb, kb, count) in enumerate(sched.workers):
         if count == 0:
             continue
-        row = b * live_qb + qb
-        if (count < 0 or not 0 <= b < sched.batch or not 0 <= qb < live_qb
+        row = b * blocks + qb
+        if (count < 0 or not 0 <= b < sched.batch or not 0 <= qb < declared
                 or not 0 <= kb < units[row] or starts[row] + kb != at):
             raise ValueError(
                 f"metadata does not split this call's work: worker {w}'s run (batch {b}, query "

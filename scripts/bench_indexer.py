@@ -5,7 +5,8 @@ so L2 never holds the next call's keys), GB/s counting each byte once (keys,
 key scales, queries, weights, query scales, output indices), % of the device-to-device copy
 bandwidth measured in this run, effective TFLOP/s (2·64·128 per visible query-key pair) and their
 % of the tensor-core roof measured in this run ('% tc', scripts/tensor_roof.py: int8 for int8
-calls, fp16 for fp8 calls, whose dots run on the fp16 tensor cores), and the speedup over a
+calls; for fp8 calls the faster of fp16 and bf16, since e4m3 upcasts exactly to either and the
+kernels run the fp16 form), and the speedup over a
 torch-native indexer (gather + dequantise, matmul, ReLU, head sum, mask, torch.topk) timed the
 same way. After a bar: both called eagerly (µs per call on the host clock, back-to-back calls,
 host work included: small calls are host-bound; the best of three alternations) and the ratio
@@ -125,8 +126,9 @@ def native_indexer(query, key, weights, qscale, kscale, *, actual_seq_lengths_qu
                    actual_seq_lengths_key, block_table, layout_query, sparse_count, **_):
     """torch-native indexer for equal-length decode/prefill batches: the baseline to beat.
     Written for speed as a user would: bf16 tensor-core dots, ReLU in place on them, and the
-    head-weighted sum as a second batched matmul (fp32 accumulation), so each score
-    intermediate is read and written once."""
+    head-weighted sum as a second batched matmul (accumulated in fp32, rounded to bf16), so each
+    score intermediate is read and written once. Approximate, as such a user's would be (it
+    misses ~0.1 % of the golden top-2048): a speed baseline, not a reference."""
     batch, nblk = block_table.shape
     block = key.shape[1]
     keys = key[block_table.long()].reshape(batch, nblk * block, D)  # gather: [B, S, D]

@@ -2,8 +2,9 @@
 
 The roof of a dtype is the faster of two measurements (each the best of TRIALS medians):
 - cuBLAS's dense GEMM (square, the best of two sizes): `torch._int_mm` for int8, `torch.mm` in
-  fp16 and bf16 (float32 sums) for fp8, whose dots run on the fp16 tensor cores (SPEC §1.4 asks
-  for float32 products; e4m3 upcasts to fp16 exactly, Hopper's fp8 MMA sums with ~14 bits);
+  fp16 and bf16 (float32 sums) for fp8, whose dots run on the 16-bit tensor cores (SPEC §1.4
+  asks for float32 products; e4m3 upcasts exactly to fp16 or bf16, and Hopper's fp8 MMA sums
+  with ~14 bits), the faster of the two;
 - the indexer's own tile with nothing but the dots: [64 keys, 128] x [128, 256] (next_n 4 x 64
   heads) accumulated in place over an L2-resident pool of key tiles, two programs per SM
   (cuBLAS's int8 GEMM reaches about half of what this loop does on an H200).

@@ -250,8 +250,10 @@ def test_metadata_of_other_key_lengths_is_rejected(factor):
         op(*args, metadata=_meta_for(kwargs, other), **kwargs)
 
 
-def test_metadata_of_a_larger_max_seqlen_q_is_accepted():
+def test_metadata_with_a_corrupt_block_size_is_a_value_error():
+    from custom_ops import metadata as md
     args, kwargs = _inputs()
-    want = op(*args, **kwargs)
-    got = op(*args, metadata=_meta_for(kwargs, kwargs["actual_seq_lengths_key"], 64), **kwargs)
-    assert all(torch.equal(g, w) for g, w in zip(got, want))
+    meta = _meta_for(kwargs, kwargs["actual_seq_lengths_key"])
+    meta[md.F_KBLOCK] = 0
+    with pytest.raises(ValueError, match="k_block > 0"):
+        op(*args, metadata=meta, **kwargs)

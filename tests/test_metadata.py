@@ -43,6 +43,55 @@ def test_split_covers_every_unit_once_and_balances(data):
     assert (meta[md.HEADER_LEN + md.RECORD_LEN * sched.num_workers:] == 0).all()
 
 
+def _asq(q_lens, layout, leading_zero=False):
+    if layout == "BSND":
+        return torch.tensor(q_lens, dtype=torch.int32)
+    cum = torch.cumsum(torch.tensor(q_lens, dtype=torch.int64), 0)
+    return (torch.cat([torch.zeros(1, dtype=torch.int64), cum]) if leading_zero else cum).to(torch.int32)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_check_covers_accepts_a_call_s_own_split_and_refuses_other_lengths(data):
+    """What the eager host checks (CPU, CUDA) demand of a caller's metadata: its runs split
+    exactly this call's units. A split of the call's own lengths passes (also one made for a
+    larger max_seqlen_q); one of other key lengths passes only if every row keeps its unit count;
+    one whose query blocks end before a sequence's tokens is refused."""
+    batch = data.draw(st.integers(1, 5))
+    q_lens = data.draw(st.lists(st.integers(0, 200), min_size=batch, max_size=batch))
+    k_lens = data.draw(st.lists(st.integers(0, 20000), min_size=batch, max_size=batch))
+    layout = data.draw(st.sampled_from(["BSND", "TND"]))
+    leading_zero = layout == "TND" and data.draw(st.booleans())
+    mode, cmp = data.draw(st.sampled_from([0, 3])), data.draw(st.sampled_from([1, 4]))
+    q_block = data.draw(st.sampled_from([0, 16, 64]))
+    params = md.SplitParams(md.BACKEND_CUDA, data.draw(st.integers(1, 40)), q_block, 512)
+    max_s1 = max(q_lens) if layout == "BSND" else sum(q_lens)  # S1 or T: what the call has
+    asq, ask = _asq(q_lens, layout, leading_zero), torch.tensor(k_lens, dtype=torch.int32)
+
+    def covers(meta_q_lens, meta_k_lens, max_seqlen_q):
+        meta = _compute(params, meta_q_lens, meta_k_lens, layout, mode, cmp, max_seqlen_q,
+                        leading_zero)
+        try:
+            md.check_covers(md.decode(meta), asq, ask, layout_query=layout, max_s1=max_s1)
+            return True
+        except ValueError:
+            return False
+    longest = max(q_lens)
+    assert covers(q_lens, k_lens, longest)
+    assert covers(q_lens, k_lens, longest + data.draw(st.integers(0, 300)))
+    other = list(k_lens)
+    other[data.draw(st.integers(0, batch - 1))] += data.draw(st.integers(1, 3000))
+
+    def units(keys):  # every row's units for these key lengths (one more key never removes one)
+        blocks = -(-max_s1 // q_block) if q_block else 1
+        return md._row_units(md.query_lengths(asq, batch, layout, max_s1),
+                             torch.tensor(keys, dtype=torch.int64), q_block, blocks, 512, cmp, mode)
+    assert covers(q_lens, other, longest) == torch.equal(units(other), units(k_lens))
+    if q_block and longest > q_block:  # metadata made for one query block of tokens
+        past = units(k_lens).reshape(batch, -1)[:, 1:].any()  # work in the blocks it leaves out
+        assert covers(q_lens, k_lens, q_block) == (not past)
+
+
 def test_header_fields():
     meta = _compute(md.SplitParams(md.BACKEND_CPU, 3, 4, 2048), [4, 2], [9000, 0], "BSND", 3, 4, 4)
     sched = md.decode(meta)

@@ -124,24 +124,32 @@ LI_INLINE int64_t FirstParticipant(const SplitParams &p, const QL &qLens, const 
     return first;
 }
 
-// The row after (b, qb) in enumeration order. A batch's query blocks past its last token have no
-// units, so the walk jumps from the first of them to the next batch: walking the rows costs
-// O(B + live rows) however many query blocks the metadata declares.
+// Moves (b, qb) to the next row in enumeration order. A batch's query blocks past its last token
+// have no units, so the walk jumps from the first of them to the next batch: walking the rows
+// costs O(B + live rows) however many query blocks the metadata declares. False when the
+// declared blocks end before the batch's tokens do (tokens no unit could hold).
 template <typename QL>
-LI_INLINE void NextRowIndex(const SplitParams &p, const QL &qLens, int64_t qbCount, int64_t &b, int64_t &qb)
+LI_INLINE bool NextRowIndex(const SplitParams &p, const QL &qLens, int64_t qbCount, int64_t &b, int64_t &qb)
 {
     const int64_t qBlock = QBlockField(p);
-    if (++qb == qbCount || (qBlock > 0 && qb * qBlock >= QueryLen(p.q, qLens, b))) {
+    const int64_t tokens = QueryLen(p.q, qLens, b);
+    ++qb;
+    if (qBlock > 0 && qb == qbCount && qb * qBlock < tokens) {
+        return false;
+    }
+    if (qb == qbCount || (qBlock > 0 && qb * qBlock >= tokens)) {
         qb = 0;
         ++b;
     }
+    return true;
 }
 
 // Whether the worker records of `meta` split exactly this call's units: walked in worker order,
 // the non-empty runs start at unit 0, each where the previous one ended, inside a row that has
-// units, and together end at the last unit. Only then is walking them (RunOf, Advance) safe:
-// metadata computed for other lengths (a stale step's) or corrupted could name rows past the
-// batch or runs past the last unit. One pass over the live rows and the records.
+// units, and together end at the last unit; and the declared query blocks hold every token.
+// Only then is walking them (RunOf, Advance) safe and complete: metadata computed for other
+// lengths (a stale step's) or corrupted could name rows past the batch or runs past the last
+// unit, or leave tokens out. One pass over the live rows and the records.
 template <typename QL, typename KL, typename Meta>
 LI_INLINE bool RecordsCoverUnits(const SplitParams &p, const QL &qLens, const KL &kLens, const Meta &meta)
 {
@@ -165,7 +173,9 @@ LI_INLINE bool RecordsCoverUnits(const SplitParams &p, const QL &qLens, const KL
         }
         while (b < u.b || (b == u.b && qb < u.qb)) {  // b <= u.b < B: every row read exists
             rowStart += rowUnits;
-            NextRowIndex(p, qLens, qbCount, b, qb);
+            if (!NextRowIndex(p, qLens, qbCount, b, qb)) {
+                return false;
+            }
             rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
         }
         if (b != u.b || qb != u.qb || u.kb < 0 || u.kb >= rowUnits || rowStart + u.kb != next) {
@@ -176,7 +186,9 @@ LI_INLINE bool RecordsCoverUnits(const SplitParams &p, const QL &qLens, const KL
     int64_t total = rowStart;  // the call's unit count
     while (b < p.q.batch) {
         total += rowUnits;
-        NextRowIndex(p, qLens, qbCount, b, qb);
+        if (!NextRowIndex(p, qLens, qbCount, b, qb)) {
+            return false;
+        }
         rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
     }
     return next == total;

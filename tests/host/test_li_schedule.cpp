@@ -144,3 +144,48 @@ TEST(many_declared_query_blocks_walk_only_live_rows)
     huge.p.maxSeqlenQ = static_cast<int32_t>(li::MAX_Q_BLOCKS * li::NPU_Q_BLOCK);
     CHECK(li::RecordsCoverUnits(huge.p, huge.q, huge.k, Split(pr)));
 }
+
+TEST(too_few_declared_query_blocks_are_refused)
+{
+    // a split made for 4 query tokens per sequence, run with a sequence of 12: its later query
+    // blocks would hold tokens no unit names (they would come back -1)
+    const Problem made = Bsnd({4, 4}, {5000, 5000}, 4, 6);
+    const Problem now = Bsnd({4, 12}, {5000, 5000}, 12, 6);
+    Problem declared = now;
+    declared.p.maxSeqlenQ = made.p.maxSeqlenQ;  // the kernel takes max_seqlen_q from the header
+    CHECK(!li::RecordsCoverUnits(declared.p, declared.q, declared.k, Split(made)));
+    CHECK(li::RecordsCoverUnits(now.p, now.q, now.k, Split(now)));
+}
+
+TEST(tnd_splits_cover_their_own_units_random)
+{
+    std::mt19937 rng(13);
+    for (int i = 0; i < 300; ++i) {
+        const int b = 1 + static_cast<int>(rng() % 6);
+        std::vector<int32_t> ends(b), s2(b);
+        int32_t total = 0;
+        for (int j = 0; j < b; ++j) {
+            total += static_cast<int32_t>(rng() % 40);
+            ends[j] = total;
+            s2[j] = static_cast<int32_t>(rng() % 20000);
+        }
+        const bool leading_zero = rng() % 2 == 0;
+        std::vector<int32_t> q = ends;
+        if (leading_zero) {
+            q.insert(q.begin(), 0);
+        }
+        Problem pr{{{li::LAYOUT_TND, static_cast<int32_t>(q.size()), b, 0}, std::max(total, 1), 2048,
+                    li::SPARSE_MODE_CAUSAL, 1, 1 + static_cast<int32_t>(rng() % 30), li::NPU_Q_BLOCK,
+                    li::NPU_K_BLOCK},
+                   {q},
+                   {s2}};
+        const Meta meta = Split(pr);
+        CHECK_MSG(li::RecordsCoverUnits(pr.p, pr.q, pr.k, meta), "case " + std::to_string(i));
+        Problem longer = pr;
+        longer.k.v[rng() % b] += 3 * 2048;  // three more key blocks: refused when the row has tokens
+        const auto ua = Model(pr).units.size();
+        const auto ub = Model(longer).units.size();
+        CHECK_MSG(li::RecordsCoverUnits(longer.p, longer.q, longer.k, meta) == (ua == ub),
+                  "case " + std::to_string(i) + " longer");
+    }
+}

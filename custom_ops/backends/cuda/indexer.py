@@ -57,16 +57,18 @@ _checked: dict = {}
 _CHECKED_MAX = 64
 
 
-def _once_per(cache: dict, tensor, key, compute):
-    """compute() (a host sync) the first time `tensor` is seen with `key`, its result after
-    that; the oldest of _CHECKED_MAX tensors is forgotten first."""
-    seen = cache.get(id(tensor))
-    if seen is not None and seen[0]() is tensor and seen[1] == key:
+def _once_per(cache: dict, tensors: tuple, key, compute):
+    """compute() (a host sync) the first time these `tensors` (the same objects, alive: an id
+    alone may be a dead tensor's, reused) are seen with `key`, its result after that; the
+    oldest of _CHECKED_MAX entries is forgotten first."""
+    seen = cache.get(id(tensors[0]))
+    if (seen is not None and len(seen[0]) == len(tensors)
+            and all(ref() is t for ref, t in zip(seen[0], tensors)) and seen[1] == key):
         return seen[2]
     value = compute()
     if len(cache) >= _CHECKED_MAX:
         cache.pop(next(iter(cache)))
-    cache[id(tensor)] = (weakref.ref(tensor), key, value)
+    cache[id(tensors[0])] = (tuple(weakref.ref(t) for t in tensors), key, value)
     return value
 
 
@@ -108,10 +110,9 @@ def _check_metadata_on_host(metadata, asq, ask, block_table, p: _checks.IndexerP
     if any(t is not None and t.is_inference() for t in (metadata, asq, ask, block_table)):
         check()  # an inference tensor has no version counter to remember it by
         return
-    key = (metadata._version, p, workers, block_k, (id(ask), ask._version),
-           (id(block_table), block_table._version),
-           None if asq is None else (id(asq), asq._version))
-    _once_per(_checked, metadata, key, check)
+    tensors = (metadata, ask, block_table) + (() if asq is None else (asq,))
+    key = (p, workers, block_k, tuple(t._version for t in tensors))
+    _once_per(_checked, tensors, key, check)
 
 
 def _in_graph_or_compile() -> bool:
