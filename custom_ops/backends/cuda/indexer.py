@@ -51,8 +51,9 @@ from .topk import (_indexer_merge_kernel, _indexer_place_kernel, _indexer_place_
                    _indexer_rank_kernel, _indexer_segments_kernel, _indexer_threshold_kernel,
                    _indexer_unpack_kernel, _indexer_window_merge_kernel)
 
-# Metadata already checked on the host, per tensor: id -> (weak reference, key, result), the
-# key being what it was checked against (versions included).
+# Metadata already checked on the host: id of the metadata tensor -> (weak references to the
+# tensors checked together, key, result), the key being what they were checked against
+# (versions included).
 _checked: dict = {}
 _CHECKED_MAX = 64
 
@@ -70,8 +71,6 @@ def _once_per(cache: dict, tensors: tuple, key, compute):
         cache.pop(next(iter(cache)))
     cache[id(tensors[0])] = (tuple(weakref.ref(t) for t in tensors), key, value)
     return value
-
-
 
 
 def _max_query_tokens(asq, p: _checks.IndexerProblem, leading_zero: bool) -> int:
