@@ -245,24 +245,39 @@ def test_prefill_query_lengths_past_the_rows_are_clamped(layout):
         op(*args, metadata=metadata_for(bad, 70 if layout == "BSND" else 2000), **bad)
 
 
-@pytest.mark.parametrize("key_windows", [False, True])
-def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, key_windows):
+@pytest.mark.parametrize("path", ["one launch", "key windows", "chunks", "sequence windows",
+                                  "token windows"])
+def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, path):
     """Inside a CUDA graph the header is checked on the device: a wrong one yields -1 rows, also
-    where the keys are scored in windows, each with its own schedule."""
-    if key_windows:
+    where the keys are scored in windows and where the call runs in chunks of rows that fit the
+    workspace (BSND by whole sequences or, one row a chunk, each sequence in token windows; TND
+    in token windows): both make their own schedules, and a chunk's is gated by the caller's
+    header. The same capture with the right metadata gives the eager result."""
+    from custom_ops.backends.cuda import configs, indexer as cuda_indexer
+    if path == "key windows":
         force_key_windows(monkeypatch, 512)
+    layout = "TND" if path == "token windows" else "BSND"
     args, kwargs = make_indexer_inputs(q_lens=[2, 2], k_lens=[500, 900], sparse_count=32,
-                                       device="cuda")
+                                       layout=layout, device="cuda", seed=4)
+    if path in ("chunks", "sequence windows", "token windows"):
+        rows = 1 if path == "sequence windows" else 2  # of the 4
+        cap = kwargs["block_table"].shape[1] * args[1].shape[1]
+        monkeypatch.setattr(cuda_indexer, "WORKSPACE_BYTES", configs.scratch_bytes(rows, cap, 32))
+        assert configs.rows_per_chunk(cap, 32, cuda_indexer.WORKSPACE_BYTES) == rows
     meta = metadata_for(kwargs, 2)
-    meta[0] = 0  # not format v1
+    bad = meta.clone()
+    bad[0] = 0  # not format v1
+    eager = op(*args, metadata=meta, **kwargs)  # also warms up (compiles) outside the capture
     graph = torch.cuda.CUDAGraph()
-    op(*args, **kwargs)  # warm up (compile) outside the capture
     poison()
     with torch.cuda.graph(graph):
-        idx, _ = op(*args, metadata=meta, **kwargs)
+        good = op(*args, metadata=meta, **kwargs)
+        idx, _ = op(*args, metadata=bad, **kwargs)
     graph.replay()
     torch.cuda.synchronize()
     assert (idx == -1).all()
+    assert torch.equal(good[0], eager[0])
+    assert_indexer_close(*good, args, kwargs)
 
 
 def test_cuda_graph_replays_with_new_lengths():

@@ -21,8 +21,9 @@ Metadata checks: the kernels check the header on the device (a mismatch yields a
 a read of unwritten memory); in eager mode, outside capture, a given metadata tensor is also
 decoded on the host once per tensor version (every call for inference tensors, which have no
 version), so a wrong one raises ValueError as on the CPU, including a schedule of other lengths
-(metadata.check_covers). In a graph only the header is checked on the device: a captured
-metadata op recomputes the schedule with each replay's lengths.
+(metadata.check_covers). In a graph only the header is checked on the device (by phase 1, or
+for a call run in chunks, which schedule themselves, by a gate on each chunk's schedule): a
+captured metadata op recomputes the schedule with each replay's lengths.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from ... import _checks, metadata as md
 from . import configs
 from .configs import (DECODE_MAX_Q, WORKSPACE_BYTES, candidate_slots, segments,
                       topk_config)
-from .indexer_logits import _indexer_logits_kernel
+from .indexer_logits import _indexer_header_gate_kernel, _indexer_logits_kernel
 
 try:  # Gluon (Triton >= 3.5 on Hopper): phase 1's decode kernel (int8, small fp8 calls)
     from . import indexer_logits_gluon
@@ -378,20 +379,33 @@ def _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, causal):
 
 def _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                        val_out, *, p: _checks.IndexerProblem, leading_zero: bool,
-                       rows_per_chunk: int, workers: int, width: int, key_windows: bool):
+                       rows_per_chunk: int, workers: int, width: int, key_windows: bool, gate):
     """A TND problem (p.max_s1 rows) in windows of rows_per_chunk query rows, each a standalone
-    sub-problem with its own lengths (computed on the device) and schedule."""
+    sub-problem with its own lengths (computed on the device) and schedule (passed through
+    `gate`: see _gated)."""
     rows = p.max_s1
     for r0 in range(0, rows, rows_per_chunk):
         r1 = min(rows, r0 + rows_per_chunk)
         sub_asq, sub_ask = _tnd_chunk_lengths(asq, ask, r0, r1, leading_zero, p.sparse_mode == 3)
         sub = dataclasses.replace(p, max_s1=r1 - r0)
-        meta = indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0,
-                                **_schedule_args(p, workers))
+        meta = gate(indexer_metadata(sub_asq, sub_ask, max_seqlen_q=r1 - r0,
+                                     **_schedule_args(p, workers)))
         _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, sub_ask,
              block_table, meta, idx_out[r0:r1], val_out[r0:r1] if p.return_value else val_out,
              p=sub, rows=r1 - r0, s1=r1 - r0, leading_zero=False, workers=workers, width=width,
              key_windows=key_windows)
+
+
+def _gated(meta, check, p: _checks.IndexerProblem, workers: int, block_k: int):
+    """`meta`, the schedule computed for one chunk of a call, made unusable on the device
+    unless `check` (the caller's metadata, if any) describes the whole call. A chunk schedules
+    itself, so its phase 1 would never read the caller's header; in a CUDA graph, where the host
+    check cannot run, a wrong one must still give -1 rows, as it does in one launch."""
+    if check is not None:
+        launch(_indexer_header_gate_kernel, (1,), check, meta, workers, p.batch, p.cmp_ratio,
+               BLOCK_K=block_k, CAUSAL=p.sparse_mode == 3, TND=p.layout_query == "TND",
+               FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, num_warps=1)
+    return meta
 
 
 def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata, idx_out,
@@ -404,6 +418,10 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
     s1 = p.max_s1
     k = p.sparse_count
     rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES, key_windows=key_windows)
+    block_k = _logits_path(p, rows, s1, query.dtype == torch.int8)[3].block_k  # as the host check
+
+    def gate(meta):
+        return _gated(meta, metadata, p, workers, block_k)
     if rows <= rows_per_chunk:
         meta = metadata  # key windows make their own schedules (and check this one)
         if meta is None and not key_windows:
@@ -415,15 +433,15 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
         _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                            val_out, p=p, leading_zero=leading_zero,
                            rows_per_chunk=rows_per_chunk, workers=workers, width=width,
-                           key_windows=key_windows)
+                           key_windows=key_windows, gate=gate)
     elif rows_per_chunk >= s1:  # whole sequences per chunk
         per_chunk = rows_per_chunk // s1
         for b0 in range(0, p.batch, per_chunk):
             b1 = min(p.batch, b0 + per_chunk)
             sub_asq = None if asq is None else asq[b0:b1]
             sub = dataclasses.replace(p, batch=b1 - b0)
-            meta = indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1,
-                                    **_schedule_args(sub, workers))
+            meta = gate(indexer_metadata(sub_asq, ask[b0:b1], max_seqlen_q=s1,
+                                         **_schedule_args(sub, workers)))
             r0, r1 = b0 * s1, b1 * s1
             _run(query[r0:r1], key, weights[r0:r1], qscale[r0:r1], kscale, sub_asq, ask[b0:b1],
                  block_table[b0:b1], meta, idx_out[r0:r1],
@@ -442,7 +460,8 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
                                asq_b, ask[b:b + 1], block_table[b:b + 1], idx_out[r0:r1],
                                val_out[r0:r1] if p.return_value else val_out, p=one,
                                leading_zero=False, rows_per_chunk=rows_per_chunk,
-                               workers=workers, width=width, key_windows=key_windows)
+                               workers=workers, width=width, key_windows=key_windows,
+                               gate=gate)
 
 
 # capture paths already built and loaded by an eager call: (call signature, configs) -> True,

@@ -131,6 +131,17 @@ def header_ok(md_ptr, W, B, CMP, BLOCK_K: tl.constexpr, CAUSAL: tl.constexpr,
 
 
 @triton.jit
+def _indexer_header_gate_kernel(chk_ptr, md_ptr, W, B, CMP, BLOCK_K: tl.constexpr,
+                                CAUSAL: tl.constexpr, TND: tl.constexpr,
+                                FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr):
+    """One program: unless the caller's metadata chk_ptr describes the whole call, make the
+    schedule md_ptr of one of its chunks unusable (format id -1), so that the chunk's phase 1
+    skips every unit and its phase 2 writes -1 rows, as the call in one launch would."""
+    ok = header_ok(chk_ptr, W, B, CMP, BLOCK_K, CAUSAL, TND, FORMAT_ID, BACKEND)
+    tl.store(md_ptr, tl.full([], -1, tl.int32), mask=ok == 0)
+
+
+@triton.jit
 def dot_order(x):
     """An fp8-as-fp16 dot operand [N, 128] with its K axis reordered: column 16s + 8h + 2c + e
     takes column 32c + 4s + 2h + e. A dot is a sum over K, so keys and queries reordered alike
