@@ -1,5 +1,6 @@
 // Host tiling of VtensorAppend: check shapes and strides, split the B * T rows over vector
-// cores, size the UB pass. Tiling key 0 (int32 positions) / 1 (int64 positions).
+// cores, size the UB pass. Tiling key 0 (int32 positions) / 1 (int64 positions); the optional
+// `limits` [B] (int64) only sets a flag: the kernel reads it per sequence.
 #include "li_op_check.h"
 #include "li_tiling_math.h"
 #include "register/op_impl_registry.h"
@@ -10,7 +11,7 @@
 namespace optiling {
 namespace {
 
-enum Input : size_t { CACHE, STATES, POSITIONS };
+enum Input : size_t { CACHE, STATES, POSITIONS, LIMITS };
 enum Attr : size_t { CACHE_STRIDE_B, CACHE_STRIDE_S };
 
 ge::graphStatus TilingVtensorAppend(gert::TilingContext *ctx)
@@ -33,6 +34,10 @@ ge::graphStatus TilingVtensorAppend(gert::TilingContext *ctx)
                cache.GetDim(2), cache.GetDim(3), states.GetDim(0), states.GetDim(2), states.GetDim(3));
     CHECK_RULE(pos.GetDimNum() == 1 && pos.GetDim(0) == cache.GetDim(0), op, "positions must have shape [B = %ld], got %zu dims",
                cache.GetDim(0), pos.GetDimNum());
+    const gert::StorageShape *ls = ctx->GetOptionalInputShape(LIMITS);
+    CHECK_RULE(ls == nullptr || (ls->GetOriginShape().GetDimNum() == 1 &&
+                                 ls->GetOriginShape().GetDim(0) == cache.GetDim(0)),
+               op, "limits must have shape [B = %ld]", cache.GetDim(0));
     const gert::CompileTimeTensorDesc *cd = ctx->GetInputDesc(CACHE);
     const gert::CompileTimeTensorDesc *sd = ctx->GetInputDesc(STATES);
     CHECK_RULE(cd->GetDataType() == sd->GetDataType(), op, "states must have cache's dtype (id %d), got id %d",
@@ -68,6 +73,7 @@ ge::graphStatus TilingVtensorAppend(gert::TilingContext *ctx)
     data.set_cacheStrideS(a.cacheStrideS);
     data.set_rowsPerPass(rowsPerPass);
     data.set_usedCores(cores);
+    data.set_hasLimits(ls != nullptr ? 1 : 0);
     data.SaveToBuffer(ctx->GetRawTilingData()->GetData(), ctx->GetRawTilingData()->GetCapacity());
     ctx->GetRawTilingData()->SetDataSize(data.GetDataSize());
     ctx->SetBlockDim(cores);

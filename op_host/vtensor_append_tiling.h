@@ -16,6 +16,7 @@ TILING_DATA_FIELD_DEF(int64_t, cacheStrideB);
 TILING_DATA_FIELD_DEF(int64_t, cacheStrideS);
 TILING_DATA_FIELD_DEF(int64_t, rowsPerPass);
 TILING_DATA_FIELD_DEF(int64_t, usedCores);
+TILING_DATA_FIELD_DEF(int64_t, hasLimits);  // 1: rows at or past limits[b] are not written
 END_TILING_DATA_DEF;
 
 REGISTER_TILING_DATA_CLASS(VtensorAppend, VtensorAppendTilingData)

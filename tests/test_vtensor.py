@@ -1,7 +1,8 @@
 """Virtual-memory KV append (SPEC §3) on every available device: values, no copies, safety, memory.
 
-CPU always runs (the mmap driver); CUDA cases skip without a GPU. CUDA-only cases (graphs, the
-driver's own memory counter, the soak) are in test_vtensor_cuda.py.
+CPU always runs (the mmap driver); CUDA and NPU cases skip without a GPU / an Ascend NPU (the
+NPU ones have never run: no NPU exists where this package is developed). CUDA-only cases
+(graphs, the driver's own memory counter, the soak) are in test_vtensor_cuda.py.
 """
 import gc
 import sys
@@ -16,10 +17,20 @@ append = torch.ops.custom.vtensor_append
 append_ = torch.ops.custom.vtensor_append_
 reserve_one = torch.ops.custom.vtensor_reserve_one_token
 
+def _npu_available() -> bool:
+    try:
+        import torch_npu  # noqa: F401
+    except ImportError:
+        return False
+    return torch.npu.is_available()
+
+
 DEVICES = [
     "cpu",
     pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
                                                   reason="needs a CUDA GPU")),
+    pytest.param("npu", marks=pytest.mark.skipif(
+        not _npu_available(), reason="needs an Ascend NPU with torch_npu and the op package")),
 ]
 LAYOUTS = ["per_sequence", "sequence_major"]
 CHUNK = 64 << 10  # small chunks so short tests cross many chunk boundaries

@@ -55,13 +55,6 @@ def capacity_view(cache: torch.Tensor) -> torch.Tensor:
     Only tokens below ``resize_backing``'s lengths are backed; read nothing beyond them.
     """
     virtual = _virtual(cache, "capacity_view")
-    if virtual.device.type not in ("cpu", "cuda"):
-        # The AscendC kernel of vtensor_append_ bounds rows by the view's S only; over a capacity
-        # view it would write past the mapped backing. Until it takes the cache's `limits`,
-        # the NPU grows virtual caches through vtensor_append alone.
-        raise ValueError(f"capacity_view: the graph form is not available on {virtual.device.type} "
-                         "(its vtensor_append_ kernel does not know the mapped backing); "
-                         "use vtensor_append")
     return virtual.view(cache, virtual.capacity)
 
 

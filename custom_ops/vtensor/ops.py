@@ -2,8 +2,8 @@
 
 The functional ops are device-agnostic torch code over the cache views of ``cache.py``: the
 device only matters to the driver below them. The in-place op is one Triton launch on CUDA
-(``triton_append.py``: a CUDA graph then pays what a static cache's slice write pays) and torch
-indexing elsewhere, with the same semantics.
+(``triton_append.py``: a CUDA graph then pays what a static cache's slice write pays), the
+AscendC kernel on an NPU, and torch indexing on the CPU, with the same semantics.
 """
 
 import torch
@@ -162,6 +162,11 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
         from .triton_append import vtensor_append_cuda
         vtensor_append_cuda(cache, states, positions, *(
             (virtual.limits, virtual.dropped) if virtual is not None else (None, None)))
+    elif cache.device.type == "npu":  # the AscendC kernel (custom_ops/csrc/npu/vtensor_append.cpp)
+        torch.ops.custom._vtensor_append_npu(cache, states, positions,
+                                             None if virtual is None else virtual.limits)
+        if virtual is not None:  # what the kernel skipped, counted on the device (no sync)
+            virtual.dropped.add_(_dropped(virtual, cache, _token_index(states, positions)).sum())
     elif virtual is not None:
         _append_virtual(virtual, cache, states, positions)
     else:
@@ -174,14 +179,20 @@ def _token_index(states: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return positions.to(torch.int64).view(batch, 1) + offsets  # [B, T]
 
 
+def _dropped(virtual: VirtualCache, cache: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """[B, T]: the rows a virtual cache does not take, those outside [0, min(limits[b], S))."""
+    limit = virtual.limits.clamp(max=cache.shape[1]).view(-1, 1)
+    return (tokens < 0) | (tokens >= limit)
+
+
 def _append_virtual(virtual: VirtualCache, cache: torch.Tensor, states: torch.Tensor,
                     positions: torch.Tensor) -> None:
-    """Off CUDA: the rows inside [0, min(limits[b], S)) are written, the others counted."""
+    """On the CPU: the rows inside [0, min(limits[b], S)) are written, the others counted."""
     tokens = _token_index(states, positions)
-    limit = virtual.limits.clamp(max=cache.shape[1]).view(-1, 1)
-    seq, step = ((tokens >= 0) & (tokens < limit)).nonzero(as_tuple=True)
+    dropped = _dropped(virtual, cache, tokens)
+    seq, step = (~dropped).nonzero(as_tuple=True)
     cache[seq, tokens[seq, step]] = states[seq, step]
-    virtual.dropped.add_(tokens.numel() - seq.numel())
+    virtual.dropped.add_(dropped.sum())
 
 
 def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
@@ -198,11 +209,11 @@ def _append_plain(cache: torch.Tensor, states: torch.Tensor, positions: torch.Te
 
 
 _lib = torch.library.Library("custom", "IMPL")  # noqa: TOR901 - implementations of fragments
-# On an NPU the functional ops run this same code over the ACL driver; vtensor_append_ there is
-# the AscendC kernel that the torch_npu extension registers.
+# On an NPU the functional ops run this same code over the ACL driver, and vtensor_append_ calls
+# the AscendC kernel that the torch_npu extension registers (_vtensor_append_npu).
 _NPU = ("PrivateUse1",) if _npu_backend.REGISTERED else ()
 for _name, _fn, _keys in (("vtensor_reserve_one_token", vtensor_reserve_one_token, _NPU),
                           ("vtensor_append", vtensor_append, _NPU),
-                          ("vtensor_append_", vtensor_append_, ())):
+                          ("vtensor_append_", vtensor_append_, _NPU)):
     for _key in ("CPU", "CUDA") + _keys:
         _lib.impl(_name, _fn, _key)

@@ -17,14 +17,21 @@ struct AppendShape {
     int64_t cacheStrideS;
 };
 
-// Element offset of cache row (b, s); -1 when s is outside [0, capacity): such a row is skipped,
-// never written (a bad position must not write out of bounds).
-LI_INLINE int64_t CacheRowOffset(const AppendShape &a, int64_t b, int64_t s)
+// Element offset of cache row (b, s); -1 when s is outside [0, min(limit, capacity)): such a row
+// is skipped, never written (a bad position must not write out of bounds). `limit` is how many
+// tokens of sequence b have memory mapped behind them (a virtual cache's `limits[b]`; the
+// capacity for an ordinary cache): a row past it would write to unmapped memory.
+LI_INLINE int64_t CacheRowOffset(const AppendShape &a, int64_t b, int64_t s, int64_t limit)
 {
-    if (b < 0 || b >= a.batch || s < 0 || s >= a.capacity) {
+    if (b < 0 || b >= a.batch || s < 0 || s >= a.capacity || s >= limit) {
         return -1;
     }
     return b * a.cacheStrideB + s * a.cacheStrideS;
+}
+
+LI_INLINE int64_t CacheRowOffset(const AppendShape &a, int64_t b, int64_t s)
+{
+    return CacheRowOffset(a, b, s, a.capacity);
 }
 
 // Rows (b, t) are numbered b * T + t; core `core` of `cores` copies [begin, end).

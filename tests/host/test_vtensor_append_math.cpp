@@ -23,6 +23,16 @@ TEST(rows_outside_capacity_or_batch_are_skipped)
     CHECK_EQ(li::CacheRowOffset(PER_SEQ, 3, 0), -1);
 }
 
+TEST(rows_past_the_mapped_limit_are_skipped)
+{
+    CHECK_EQ(li::CacheRowOffset(PER_SEQ, 1, 3, 4), 80 + 3 * 8);
+    CHECK_EQ(li::CacheRowOffset(PER_SEQ, 1, 4, 4), -1);  // the first token with no memory behind it
+    CHECK_EQ(li::CacheRowOffset(PER_SEQ, 1, 0, 0), -1);  // nothing mapped
+    CHECK_EQ(li::CacheRowOffset(PER_SEQ, 1, 0, -5), -1);
+    CHECK_EQ(li::CacheRowOffset(SEQ_MAJOR, 2, 9, 1 << 20), 2 * 8 + 9 * 24);  // a limit past S_cap
+    CHECK_EQ(li::CacheRowOffset(SEQ_MAJOR, 2, 10, 1 << 20), -1);
+}
+
 TEST(append_rows_partition_over_cores)
 {
     int64_t next = 0;

@@ -62,7 +62,8 @@ def npu_vllm_quant_lightning_indexer_metadata(*, aic_core_num=0, **kwargs) -> Gr
 
 def vtensor_append_(cache, states, positions) -> GraphNode:
     """VtensorAppend, in place: output "cache" is input "cache". The view strides are 0 because GE
-    tensors are dense and the tiling reads 0 as the dense stride of that axis."""
-    inputs = {"cache": cache, "states": states, "positions": positions}
+    tensors are dense and the tiling reads 0 as the dense stride of that axis. No `limits`: a GE
+    graph's cache is an ordinary tensor (the eager binding passes a virtual cache's limits)."""
+    inputs = {"cache": cache, "states": states, "positions": positions, "limits": None}
     attrs = {"cache_stride_b": ("Int", 0), "cache_stride_s": ("Int", 0)}
     return GraphNode("VtensorAppend", inputs, attrs, ("cache",))
