@@ -238,6 +238,8 @@ def main():
     parser.add_argument("--host", action="store_true", help="host µs per append call instead")
     parser.add_argument("--device", default="cuda", help="device of --host (cuda or cpu)")
     parser.add_argument("--batch", type=int, default=64, help="B of --host")
+    parser.add_argument("--lengths", default=",".join(map(str, LENGTHS)),
+                        help="comma-separated cache lengths (tokens) to time")
     args = parser.parse_args()
     if args.host:
         for case, (us, ratio) in host_us(args.device, args.batch).items():
@@ -250,7 +252,7 @@ def main():
     rows, verdicts = [], []
     print(f"{'case':<13}{'L':>7}{'wall us':>10}{'device us':>11}{'vs cat':>9}{'vs static':>11}"
           f"{'GB/s':>8}")
-    for length in LENGTHS:
+    for length in map(int, args.lengths.split(",")):
         times, memory = bench_length(length, args.layout)
         for case, (wall, device) in times.items():
             counterpart = "static-graph" if case in ("static-graph", "vt-inplace") else "static"
@@ -267,10 +269,12 @@ def main():
         per = "sequence" if args.layout == "per_sequence" else "tensor"
         verdicts.append((f"mapped <= live + one chunk per {per}", length,
                          memory["mapped"] <= memory["bound"]))
-        if length == 32768:
-            for case, static in (("vt-append", "static"), ("vt-inplace", "static-graph")):
-                verdicts.append((f"{case} within 1.5x of {static} (device time)", length,
-                                 times[case][1] <= 1.5 * times[static][1]))
+        for case, static in (("vt-append", "static"), ("vt-inplace", "static-graph")):
+            # device time at every length (session 37's 4x at 64K passed unflagged when only
+            # 32K was judged); wall time and cat at 32K, the issue's bars
+            verdicts.append((f"{case} within 1.5x of {static} (device time)", length,
+                             times[case][1] <= 1.5 * times[static][1]))
+            if length == 32768:
                 verdicts.append((f"{case} within 1.5x of {static} (wall time)", length,
                                  times[case][0] <= 1.5 * times[static][0]))
                 verdicts.append((f"{case} >= 10x faster than cat (device time)", length,

@@ -18,7 +18,8 @@ offsets are 64-bit: the indexed axis's stride is not in the iterator); the in-pl
 kernel with a positions tensor. Predicted: `copy_` above the span ~2-4 launches and ~6-12 µs,
 everything else one launch and ~3 µs. If so, `_grow` (vtensor/ops.py) should write through the
 one-launch form whose host cost is lowest (Triton's launcher costs 15-40 µs of host time a call:
-NOTES "Session 15"), e.g. `index_copy_` with an index tensor kept by the cache.
+NOTES "Session 15"): `index_copy_` with an index tensor kept by the cache, which
+vt_index_copy.patch does (vt_span.sh times it in bench_vtensor).
 
     PYTHONPATH=$PWD:$PWD/scripts python3 docs/probes/vt_span_probe.py
 """
