@@ -51,3 +51,13 @@ def test_held_variant_launches_directly_and_new_specialisations_compile():
         assert _variants() == before + 1
         _check(src, dst, n, 1.5)
         assert _variants() == before + 1
+
+
+def test_warming_blocks_nest():
+    """An inner warming block (a chunk's header gate, loaded inside the capture path's warm-up)
+    must not end the outer one: the launches after it would run for real on stand-in buffers."""
+    with L.warming():
+        with L.warming():
+            assert L._is_warming()
+        assert L._is_warming()
+    assert not L._is_warming()

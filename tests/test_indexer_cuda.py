@@ -252,7 +252,8 @@ def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, path
     where the keys are scored in windows and where the call runs in chunks of rows that fit the
     workspace (BSND by whole sequences or, one row a chunk, each sequence in token windows; TND
     in token windows): both make their own schedules, and a chunk's is gated by the caller's
-    header. The same capture with the right metadata gives the eager result."""
+    header. The same capture with the right metadata gives the eager result, also when the eager
+    warm-up before it passed no metadata."""
     from custom_ops.backends.cuda import configs, indexer as cuda_indexer
     if path == "key windows":
         force_key_windows(monkeypatch, 512)
@@ -267,7 +268,9 @@ def test_corrupt_metadata_in_a_graph_gives_padding_not_garbage(monkeypatch, path
     meta = metadata_for(kwargs, 2)
     bad = meta.clone()
     bad[0] = 0  # not format v1
-    eager = op(*args, metadata=meta, **kwargs)  # also warms up (compiles) outside the capture
+    # the warm-up (kernels are loaded outside the capture) passes no metadata: it must still
+    # load the chunks' header gate, which only a call given metadata runs
+    eager = op(*args, **kwargs)
     graph = torch.cuda.CUDAGraph()
     poison()
     with torch.cuda.graph(graph):

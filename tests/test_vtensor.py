@@ -18,11 +18,11 @@ append_ = torch.ops.custom.vtensor_append_
 reserve_one = torch.ops.custom.vtensor_reserve_one_token
 
 def _npu_available() -> bool:
-    try:
-        import torch_npu  # noqa: F401
-    except ImportError:
-        return False
-    return torch.npu.is_available()
+    """torch_npu imports (custom_ops.backends.npu.REGISTERED), the op package is built, an NPU
+    is there."""
+    from custom_ops.backends import npu
+
+    return npu.REGISTERED and npu.EXTENSION.exists() and torch.npu.is_available()
 
 
 DEVICES = [

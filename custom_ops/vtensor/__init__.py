@@ -53,6 +53,10 @@ def capacity_view(cache: torch.Tensor) -> torch.Tensor:
     """[B, capacity, H, D] over the whole reservation, for ``vtensor_append_`` in a graph.
 
     Only tokens below ``resize_backing``'s lengths are backed; read nothing beyond them.
+    ``vtensor_append_`` drops (and counts) writes beyond them where it runs this package's
+    implementation: eagerly, in CUDA graphs and torch.compile on CUDA, eagerly and in aclgraph
+    captures on an NPU. A torchair GE graph (max-autotune) lowers the op to its AscendC node,
+    which cannot know the mapping: do not pass a capacity view into one.
     """
     virtual = _virtual(cache, "capacity_view")
     return virtual.view(cache, virtual.capacity)

@@ -163,6 +163,9 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
         vtensor_append_cuda(cache, states, positions, *(
             (virtual.limits, virtual.dropped) if virtual is not None else (None, None)))
     elif cache.device.type == "npu":  # the AscendC kernel (custom_ops/csrc/npu/vtensor_append.cpp)
+        if not hasattr(torch.ops.custom, "_vtensor_append_npu"):
+            raise RuntimeError("vtensor_append_: the NPU kernel is not loaded: build "
+                               "libcustom_ops_npu.so with scripts/build_npu.sh (docs/NPU.md)")
         torch.ops.custom._vtensor_append_npu(cache, states, positions,
                                              None if virtual is None else virtual.limits)
         if virtual is not None:  # what the kernel skipped, counted on the device (no sync)

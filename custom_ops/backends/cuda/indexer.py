@@ -401,10 +401,15 @@ def _gated(meta, check, p: _checks.IndexerProblem, workers: int, block_k: int):
     unless `check` (the caller's metadata, if any) describes the whole call. A chunk schedules
     itself, so its phase 1 would never read the caller's header; in a CUDA graph, where the host
     check cannot run, a wrong one must still give -1 rows, as it does in one launch."""
-    if check is not None:
+    def gate(check):
         launch(_indexer_header_gate_kernel, (1,), check, meta, workers, p.batch, p.cmp_ratio,
                BLOCK_K=block_k, CAUSAL=p.sparse_mode == 3, TND=p.layout_query == "TND",
                FORMAT_ID=md.FORMAT_ID, BACKEND=md.BACKEND_CUDA, num_warps=1)
+    if check is not None:
+        gate(check)
+    elif meta.is_cuda and not torch.cuda.is_current_stream_capturing():
+        with warming():  # built and loaded only: a capture of this call with metadata gates it,
+            gate(meta)   # and no kernel can be loaded during a capture
     return meta
 
 

@@ -51,11 +51,12 @@ def _is_warming() -> bool:
 def warming():
     """Launches of this thread inside only build and load their kernels (per thread: another
     thread's calls meanwhile run for real)."""
+    before = _is_warming()  # (nested: an inner block must not end the outer one)
     _local.warming = True
     try:
         yield
     finally:
-        _local.warming = False
+        _local.warming = before
 
 
 @contextlib.contextmanager
