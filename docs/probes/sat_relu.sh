@@ -16,13 +16,15 @@
 # int8 score and fail them all.
 # Prepared offline in session 38 (no device was lent): 39 variants compile for sm_90 with the
 # patch, no new spill; the interpreter's 12 cases pass (it runs the maximum, not the asm); the
-# identity sat(bits(x) * 2^127) * (a * 2^22) == max(x, 0) * a was checked bitwise in torch on
-# 2^22 random int8-range dots and float32 weights (CPU float32 keeps subnormals).
+# identity sat(bits(x) * 2^127) * (a * 2^22) == max(x, 0) * a is a CPU test the patch adds
+# (tests/test_cuda_configs.py, run by CI: every int8 dot value, fp8 dots of every binade,
+# weights from subnormal to 2^100; it fails if either scale is off by one power of two); the
+# constants live in configs.RELU_INPUT_SCALE / RELU_WEIGHT_SCALE.
 # Trees (patch -p1, never git apply: NOTES "Next session"):
 #   rm -rf .probe; mkdir -p .probe/base .probe/sat
 #   for t in base sat; do git archive HEAD | tar -x -C .probe/$t; done
 #   (cd .probe/sat && patch -p1 < ../../docs/probes/sat_relu.patch)
-#   diff -rq .probe/base/custom_ops .probe/sat/custom_ops   # three files differ
+#   diff -rq .probe/base/custom_ops .probe/sat/custom_ops   # four files differ (and one test file)
 # Then the CUDA test files on the sat tree. Run with `carry: [".probe"]`:
 export PYTHONUNBUFFERED=1
 export PYTHONPATH=$PWD:$PWD/scripts
