@@ -16,7 +16,7 @@ OUT=${OUT:-/tmp/vt_span}
 mkdir -p "$OUT/base" "$OUT/vt"
 export PYTHONPATH=$PWD:$PWD/scripts
 timeout 120 python3 docs/probes/vt_span_probe.py
-timeout 150 python3 scripts/bench_vtensor.py --out "$OUT/base" --lengths 32768,65536 2>&1 | tail -22
+timeout 120 python3 scripts/bench_vtensor.py --out "$OUT/base" --lengths 32768,65536 2>&1 | tail -22
 cd .probe/vt && export PYTHONPATH=$PWD:$PWD/scripts
-timeout 150 python3 scripts/bench_vtensor.py --out "$OUT/vt" --lengths 32768,65536 2>&1 | tail -22
-OUT=$OUT/vt timeout 200 bash scripts/gpu_vtensor.sh tests 2>&1 | tail -4
+timeout 120 python3 scripts/bench_vtensor.py --out "$OUT/vt" --lengths 32768,65536 2>&1 | tail -22
+OUT=$OUT/vt timeout 180 bash scripts/gpu_vtensor.sh tests 2>&1 | tail -4
