@@ -40,17 +40,26 @@ def _vtensor_appended(cache, states):
                                    output_strides(cache, new_length))
 
 
+# Each fake runs its op's checks (shapes, dtypes, devices, strides: custom_ops/vtensor/checks.py),
+# so a traced bad call fails as in eager, and a call mixing meta tensors with others, which
+# dispatches here, raises instead of returning an uninitialised tensor.
 @torch.library.register_fake("custom::vtensor_reserve_one_token")
 def vtensor_reserve_one_token(key_cache, key_states):
+    from .vtensor.checks import check_reserve_one_token_args
+    check_reserve_one_token_args(key_cache, key_states)
     return _vtensor_appended(key_cache, key_states)  # [B, S + 1, H, D]
 
 
 @torch.library.register_fake("custom::vtensor_append")
 def vtensor_append(cache, states):
+    from .vtensor.checks import check_functional_args
+    check_functional_args(cache, states, "vtensor_append")
     return _vtensor_appended(cache, states)  # [B, S + T, H, D]
 
 
 @torch.library.register_fake("custom::vtensor_append_")
 def vtensor_append_(cache, states, positions):
+    from .vtensor.checks import check_inplace_args
+    check_inplace_args(cache, states, positions)
     return None
 # --- vtensor (end) ---

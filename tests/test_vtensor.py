@@ -410,10 +410,12 @@ def test_compile_inplace_form(device):
 
 
 @pytest.mark.parametrize("bad, error, match", [
-    (lambda d: (torch.zeros(3, 4, 2, device=d), _tokens(d)), ValueError, "cache must be 4-D"),
-    (lambda d: (_tokens(d, steps=4), _tokens(d, batch=2)), ValueError, "must match cache in B"),
+    (lambda d: (torch.zeros(3, 4, 2, device=d), _tokens(d)), ValueError,
+     "key_cache must be 4-D"),
+    (lambda d: (_tokens(d, steps=4), _tokens(d, batch=2)), ValueError,
+     "must match key_cache in B"),
     (lambda d: (_tokens(d, steps=4), _tokens(d, dtype=torch.bfloat16)), TypeError,
-     "states dtype must equal"),
+     "key_states dtype must equal"),
     (lambda d: (_tokens(d, steps=4), _tokens(d, steps=2)), ValueError,
      "key_states must be \\[B, 1, H, D\\]"),
 ], ids=["cache-rank", "batch-mismatch", "dtype-mismatch", "two-tokens"])
@@ -506,3 +508,118 @@ def test_npu_driver_drops_the_owners_of_dead_storages(monkeypatch, request):
     assert Owner.dropped == 1 and list(driver._owners) == [0x1000]
     driver.collect()
     assert Owner.dropped == 1
+
+
+
+MIXED_CALLS = {
+    "vtensor_append": lambda t: append(t["cache"], t["states"]),
+    "vtensor_reserve_one_token": lambda t: reserve_one(t["cache"], t["states"]),
+    "vtensor_append_": lambda t: append_(t["cache"], t["states"], t["positions"]),
+}
+
+
+@pytest.mark.parametrize("op, meta", [(op, meta) for op in MIXED_CALLS
+                                      for meta in ("cache", "states", "positions")
+                                      if meta != "positions" or op == "vtensor_append_"])
+def test_calls_mixing_meta_tensors_raise(op, meta):
+    """A call with one meta tensor dispatches to the fake kernel: it must raise the op's device
+    error, not return an uninitialised CPU tensor (or, in place, do nothing)."""
+    tensors = {"cache": torch.zeros(2, 3, 4, 8), "states": torch.ones(2, 1, 4, 8),
+               "positions": torch.zeros(2, dtype=torch.int64)}
+    tensors[meta] = tensors[meta].to("meta")
+    with pytest.raises(ValueError, match="device"):
+        MIXED_CALLS[op](tensors)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda: (torch.zeros(2, 3, 4, 8), torch.ones(3, 1, 5, 8), torch.zeros(3, dtype=torch.int64)),
+     "must match"),
+    (lambda: (torch.zeros(2, 3, 4, 8), torch.ones(8), torch.zeros(2, dtype=torch.int64)),
+     "must be 4-D"),
+    (lambda: (torch.zeros(2, 3, 4), torch.ones(2, 1, 4, 8), torch.zeros(2, dtype=torch.int64)),
+     "must be 4-D"),
+], ids=["shapes", "states-rank", "cache-rank"])
+def test_fake_kernels_check_like_the_real_ops(bad, match):
+    """Traced calls (FakeTensorMode, what torch.compile runs) fail as eager calls do."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode() as mode:
+        cache, states, positions = (mode.from_tensor(t) for t in bad())
+        for call in (lambda: append(cache, states), lambda: append_(cache, states, positions)):
+            with pytest.raises(ValueError, match=match):
+                call()
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4, 8), (2, 3, 0, 8), (2, 3, 4, 0)])
+def test_functional_append_of_empty_tokens_is_refused(shape):
+    """A virtual cache needs B, H and D of at least 1: a clear error, not the driver's."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    cache = torch.zeros(shape)
+    states = torch.zeros(shape[0], 1, *shape[2:])
+    for call in (append, reserve_one):
+        with pytest.raises(ValueError, match="B, H and D of at least 1"):
+            call(cache, states)
+    with FakeTensorMode() as mode:
+        with pytest.raises(ValueError, match="B, H and D of at least 1"):
+            append(mode.from_tensor(cache), mode.from_tensor(states))
+
+
+def test_resize_backing_never_unmaps_under_the_live_views(device):
+    """Shrinking below the live length would leave a held view over unmapped memory (a read
+    faults the process): refused until truncate rolls the live length back."""
+    cache = append(_empty(device), _tokens(device, steps=700))
+    with pytest.raises(ValueError, match="at least the live length 700"):
+        vtensor.resize_backing(cache, 1)
+    with pytest.raises(ValueError, match="at least the live length 700"):
+        vtensor.resize_backing(cache, [700, 699, 700])
+    assert torch.equal(cache[:, :700], cache[:, :700].clone())  # still mapped, readable
+    vtensor.resize_backing(cache, 700)
+    short = vtensor.truncate(cache, 5)
+    vtensor.resize_backing(short, 5)  # an explicit rollback, then the release
+    assert vtensor.lookup(short).backed >= 5
+    del cache, short
+
+
+@pytest.mark.parametrize("lengths", [None, "ab", [1.7, 2.2, 3.0], True, [True, 4, 4], 2.0, [4, 4],
+                                     -1])
+def test_resize_backing_takes_token_counts_only(lengths):
+    cache = _empty("cpu")
+    with pytest.raises(ValueError, match="lengths must be an int or 3 ints"):
+        vtensor.resize_backing(cache, lengths)
+    del cache
+
+
+@pytest.mark.parametrize("changes, error, match", [
+    (dict(dtype="float32"), TypeError, "dtype must be a torch.dtype"),
+    (dict(dtype=None), TypeError, "dtype must be a torch.dtype"),
+    (dict(device="meta"), ValueError, "device must be cpu, cuda or npu"),
+    (dict(chunk_bytes=2.5), ValueError, "chunk_bytes must be a positive int"),
+    (dict(chunk_bytes=True), ValueError, "chunk_bytes must be a positive int"),
+    (dict(capacity=(1 << 62) + (1 << 19)), ValueError, "bytes of address space"),
+    (dict(batch=True), ValueError, "batch must be a positive int"),
+    (dict(head_dim=0), ValueError, "head_dim must be a positive int"),
+], ids=["dtype-str", "dtype-none", "meta", "chunk-float", "chunk-bool", "capacity-huge",
+        "batch-bool", "head-dim-0"])
+def test_empty_argument_errors(changes, error, match):
+    """Each bad argument is named before any driver call (a huge capacity once wrapped around
+    in the mmap size and reserved 2 MiB)."""
+    args = dict(batch=2, heads=2, head_dim=4, capacity=64, dtype=torch.float32, device="cpu")
+    args.update(changes)
+    before = vtensor.memory_stats("cpu")["reserved_bytes"]
+    with pytest.raises(error, match=match):
+        vtensor.empty(args.pop("batch"), args.pop("heads"), args.pop("head_dim"), **args)
+    assert vtensor.memory_stats("cpu")["reserved_bytes"] == before
+
+
+def test_helpers_name_a_non_tensor_cache():
+    for helper in (vtensor.capacity_view, vtensor.check, lambda c: vtensor.truncate(c, 0),
+                   lambda c: vtensor.resize_backing(c, 0)):
+        with pytest.raises(TypeError, match="cache must be a tensor, got NoneType"):
+            helper(None)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
+def test_empty_on_an_absent_device_is_named():
+    with pytest.raises(ValueError, match="no cuda device is available"):
+        vtensor.empty(2, 2, 4, capacity=64, dtype=torch.float32, device="cuda")

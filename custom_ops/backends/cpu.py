@@ -17,25 +17,37 @@ _ELEMS_PER_CHUNK = 1 << 22  # query rows × heads × keys per chunk: 16 MiB of f
 _LOW32 = 0xFFFFFFFF
 
 
-def pack_scores(score: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+# The order key of a key no row may see: below every visible key's, so a visible key is always
+# returned before it, whatever its score (a visible key whose monotone bits are this lowest value,
+# the NaN 0xFFFFFFFF, takes the next one up).
+_HIDDEN = -(1 << 31)
+
+
+def pack_scores(score: torch.Tensor, index: torch.Tensor,
+                visible: torch.Tensor | None = None) -> torch.Tensor:
     """int64 keys ordered like (score descending, index ascending) -> plain descending order.
 
     float32 bits are made monotone as signed integers (negative values have their magnitude bits
-    flipped) and placed above the complemented index.
+    flipped; a NaN orders by its bits, as in the CUDA kernels: 0x7FFFFFFF above every number, a
+    negative NaN below -inf) and placed above the complemented index. Keys not `visible` rank
+    last, so a visible key is returned even when its score overflowed to -inf or is NaN: -1
+    appears only as padding (SPEC §1.4), whatever the inputs' values.
     """
     bits = score.contiguous().view(torch.int32).to(torch.int64)
     mono = torch.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    if visible is not None:
+        mono = torch.where(visible, mono.clamp(min=_HIDDEN + 1), _HIDDEN)
     return (mono << 32) + (_LOW32 - index.to(torch.int64))
 
 
 def unpack_scores(packed: torch.Tensor):
-    """Inverse of pack_scores: (float32 score, int64 index)."""
+    """Inverse of pack_scores: (float32 score, int64 index, hidden)."""
     mono = packed >> 32
     bits = torch.where(mono < 0, mono ^ 0x7FFFFFFF, mono).to(torch.int32)
-    return bits.view(torch.float32), _LOW32 - (packed & _LOW32)
+    return bits.view(torch.float32), _LOW32 - (packed & _LOW32), mono == _HIDDEN
 
 
-_PAD = int(pack_scores(torch.tensor([float("-inf")]), torch.tensor([0])))  # sorts last, reads as -1
+_PAD = (_HIDDEN << 32) + _LOW32  # sorts last, reads as -1
 
 
 def _batch_topk(q, a, keys, ks, vis, k, compute_dtype):
@@ -56,8 +68,8 @@ def _batch_topk(q, a, keys, ks, vis, k, compute_dtype):
             dot = (qr @ keys[j0:j1].to(compute_dtype).T).view(n, n1, j1 - j0).float()
             score = dot.relu_().mul_(ar[..., None]).sum(1).mul_(ks[None, j0:j1]).add_(0.0)
             cols = torch.arange(j0, j1)
-            score = torch.where(cols[None, :] < vr[:, None], score, float("-inf"))
-            cand = torch.cat([best, pack_scores(score, cols.expand(n, -1))], 1)
+            seen = cols[None, :] < vr[:, None]
+            cand = torch.cat([best, pack_scores(score, cols.expand(n, -1), seen)], 1)
             best = torch.topk(cand, min(k, cand.shape[1]), dim=1, sorted=False).values
         best_rows.append(torch.sort(best, dim=1, descending=True).values)
     # chunks whose rows see fewer keys are narrower: pad them with _PAD. (A float fill value, as
@@ -108,8 +120,7 @@ def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, k
         best = _batch_topk(q_rows[row0:row0 + n], a_rows[row0:row0 + n], keys, ks, vis, k,
                            compute_dtype)
         out[row0:row0 + n, :best.shape[1]] = best
-    score, index = unpack_scores(out)
-    hidden = score == float("-inf")
+    score, index, hidden = unpack_scores(out)
     index = torch.where(hidden, -1, index).to(torch.int32)
     shape = (*query.shape[:-2], key.shape[2], k)
     values = torch.where(hidden, float("-inf"), score).reshape(shape) if p.return_value \

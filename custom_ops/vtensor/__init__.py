@@ -5,6 +5,8 @@ result is a longer view of the same virtual storage) and ``vtensor_append_`` (in
 device-held positions, capturable in a CUDA graph). The helpers below create caches, grow or
 shrink their backing outside a graph, roll back, and report memory.
 """
+import operator
+
 import torch
 
 from . import ops as _ops  # noqa: F401  (registers the CPU and CUDA implementations)
@@ -19,6 +21,11 @@ from .errors import (  # noqa: F401
 from .memory import all_device_memory, device_memory
 
 
+# 2^47 bytes: the user half of a 48-bit virtual address space (x86-64, and what GPU drivers
+# offer), so a size that cannot be reserved is refused before any driver call sees it wrap
+MAX_RESERVATION_BYTES = 1 << 47
+
+
 def empty(batch: int, heads: int, head_dim: int, *, capacity: int, dtype: torch.dtype,
           device, chunk_bytes: int | None = None, layout: str | None = None) -> torch.Tensor:
     """A virtual cache holding no tokens yet: returns its live view [B, 0, H, D].
@@ -30,18 +37,29 @@ def empty(batch: int, heads: int, head_dim: int, *, capacity: int, dtype: torch.
     """
     for name, value in (("batch", batch), ("heads", heads), ("head_dim", head_dim),
                         ("capacity", capacity)):
-        if not isinstance(value, int) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if chunk_bytes is not None and chunk_bytes < 1:
-        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    if chunk_bytes is not None and (not isinstance(chunk_bytes, int)
+                                    or isinstance(chunk_bytes, bool) or chunk_bytes < 1):
+        raise ValueError(f"chunk_bytes must be a positive int or None, got {chunk_bytes!r}")
     if layout is not None and layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {dtype!r}")
+    reserved = batch * capacity * heads * head_dim * dtype.itemsize
+    if reserved > MAX_RESERVATION_BYTES:
+        raise ValueError(
+            f"capacity: {batch} sequences of {capacity} tokens of {heads} x {head_dim} "
+            f"{dtype} reserve {reserved} bytes, more than the {MAX_RESERVATION_BYTES} bytes of "
+            "address space a reservation may take")
     cache, base = VirtualCache.create(batch, heads, head_dim, dtype, torch.device(device),
                                       capacity, chunk_bytes, layout)
     return cache.view(base, 0)
 
 
 def _virtual(cache: torch.Tensor, name: str) -> VirtualCache:
+    if not isinstance(cache, torch.Tensor):
+        raise TypeError(f"{name}: cache must be a tensor, got {type(cache).__name__}")
     virtual = lookup(cache)
     if virtual is None or not virtual.is_view(cache):
         raise ValueError(f"{name}: cache must be a view of a virtual cache "
@@ -62,20 +80,43 @@ def capacity_view(cache: torch.Tensor) -> torch.Tensor:
     return virtual.view(cache, virtual.capacity)
 
 
+def _token_counts(lengths, batch: int) -> list[int] | None:
+    """An int (every sequence) or a sequence of ints as a list of B ints; None for anything
+    else (floats and bools included: a fractional or boolean token count is a mistake)."""
+    def count(n):
+        if isinstance(n, bool):
+            raise TypeError
+        return operator.index(n)
+    try:
+        return [count(lengths)] * batch
+    except TypeError:
+        pass
+    try:
+        return [count(n) for n in lengths]
+    except TypeError:
+        return None
+
+
 def resize_backing(cache: torch.Tensor, lengths) -> None:
     """Back exactly enough chunks for lengths[b] tokens of each sequence (outside any graph).
 
     ``lengths``: an int (every sequence) or B ints. Growing maps chunks now; shrinking unmaps
-    after the work already queued on the device is done. Raises ``ReservationExhaustedError`` or
-    ``VTensorOutOfMemoryError`` with the backing unchanged.
+    after the work already queued on the device is done, and never below the live length of
+    the ``vtensor_append`` views (a view still held would read unmapped memory): roll them back
+    with ``truncate`` first, after which the longer views must not be read. Raises
+    ``ReservationExhaustedError`` or ``VTensorOutOfMemoryError`` with the backing unchanged.
     """
     virtual = _virtual(cache, "resize_backing")
-    if isinstance(lengths, int):
-        lengths = [lengths] * virtual.batch
-    lengths = [int(n) for n in lengths]
-    if len(lengths) != virtual.batch or min(lengths) < 0:
-        raise ValueError(f"resize_backing: lengths must be {virtual.batch} non-negative ints, "
-                         f"got {lengths}")
+    given = lengths
+    lengths = _token_counts(lengths, virtual.batch)
+    if lengths is None or len(lengths) != virtual.batch or min(lengths, default=0) < 0:
+        raise ValueError(f"resize_backing: lengths must be an int or {virtual.batch} ints, all "
+                         f"non-negative, got {given!r}")
+    if min(lengths) < virtual.length:
+        raise ValueError(
+            f"resize_backing: lengths must be at least the live length {virtual.length} of the "
+            f"cache's vtensor_append views (a held view would read unmapped memory), got "
+            f"{lengths}; roll back with custom_ops.vtensor.truncate first")
     virtual.ensure_tokens(lengths)
     virtual.shrink_tokens(virtual.map_ahead(lengths))
 
@@ -86,7 +127,7 @@ def truncate(cache: torch.Tensor, length: int) -> torch.Tensor:
     The next ``vtensor_append`` on the returned view writes over the dropped tokens in place, so
     any longer view still held shows the new tokens there: the rollback is explicit for that
     reason. The backing stays mapped (a longer view may still be read); ``resize_backing``
-    releases it.
+    releases it, after which no view longer than the new backing may be read.
     """
     virtual = _virtual(cache, "truncate")
     if not 0 <= length <= virtual.length:

@@ -116,9 +116,18 @@ class DeviceMemory:
 _MEMORY: dict[torch.device, DeviceMemory] = {}
 
 
+def _available(kind: str) -> bool:
+    module = getattr(torch, kind, None)  # (torch.npu exists once torch_npu is imported)
+    return module is not None and module.is_available()
+
+
 def device_memory(device: torch.device) -> DeviceMemory:
     """The bookkeeping of ``device``; CUDA/NPU devices without an index mean the current one."""
     device = torch.device(device)
+    if device.type not in ("cpu", "cuda", "npu"):
+        raise ValueError(f"device must be cpu, cuda or npu for a virtual tensor, got {device}")
+    if device.type != "cpu" and not _available(device.type):
+        raise ValueError(f"device {device}: no {device.type} device is available here")
     if device.type != "cpu" and device.index is None:
         device = torch.device(device.type, getattr(torch, device.type).current_device())
     if device.type == "cpu":

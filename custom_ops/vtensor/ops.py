@@ -10,26 +10,8 @@ import torch
 
 from ..backends import npu as _npu_backend
 from .cache import RESULTS, VirtualCache, default_capacity, lookup, output_layout
+from .checks import check_functional_args, check_inplace_args, check_reserve_one_token_args
 from .memory import device_memory
-
-
-def check_append_args(cache: torch.Tensor, states: torch.Tensor, name: str) -> None:
-    """SPEC §4 checks shared by the three ops: ranks, matching B/H/D, dtype and device."""
-    if cache.dim() != 4:
-        raise ValueError(f"{name}: cache must be 4-D [B, S, H, D], got shape {tuple(cache.shape)}")
-    if states.dim() != 4:
-        raise ValueError(
-            f"{name}: states must be 4-D [B, T, H, D], got shape {tuple(states.shape)}")
-    if states.shape[0] != cache.shape[0] or states.shape[2:] != cache.shape[2:]:
-        raise ValueError(
-            f"{name}: states [B, T, H, D] must match cache in B, H, D: got states "
-            f"{tuple(states.shape)} for cache {tuple(cache.shape)}")
-    if states.dtype != cache.dtype:
-        raise TypeError(f"{name}: states dtype must equal cache dtype {cache.dtype}, "
-                        f"got {states.dtype}")
-    if states.device != cache.device:
-        raise ValueError(f"{name}: states must be on the cache's device {cache.device}, "
-                         f"got {states.device}")
 
 
 def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
@@ -103,7 +85,7 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
                     and shape[3] == virtual.head_dim and states.dtype == virtual.dtype
                     and states.device == virtual.device):
                 return _grow(virtual, cache, length, states, shape)
-    check_append_args(cache, states, "vtensor_append")
+    check_functional_args(cache, states, "vtensor_append")
     length, shape = cache.shape[1], states.shape
     virtual = _live_cache(cache)
     if virtual is not None:
@@ -116,9 +98,7 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
 
 def vtensor_reserve_one_token(key_cache: torch.Tensor, key_states: torch.Tensor) -> torch.Tensor:
     """The seed's op: ``vtensor_append`` of exactly one token. key_states [B, 1, H, D]."""
-    if key_states.dim() == 4 and key_states.shape[1] != 1:
-        raise ValueError("vtensor_reserve_one_token: key_states must be [B, 1, H, D], got shape "
-                         f"{tuple(key_states.shape)}; use vtensor_append for several tokens")
+    check_reserve_one_token_args(key_cache, key_states)
     return vtensor_append(key_cache, key_states)
 
 
@@ -130,22 +110,8 @@ def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.
     virtual cache so are writes past the mapped backing (grown with ``resize_backing`` outside
     the graph), which are counted so that ``check`` raises afterwards.
     """
-    check_append_args(cache, states, "vtensor_append_")
-    batch, steps = states.shape[:2]
-    if positions.dim() != 1 or positions.shape[0] != batch:
-        raise ValueError(f"vtensor_append_: positions must be [B] = [{batch}], got shape "
-                         f"{tuple(positions.shape)}")
-    if positions.dtype not in (torch.int32, torch.int64):
-        raise TypeError(f"vtensor_append_: positions must be int32 or int64, got {positions.dtype}")
-    if positions.device != cache.device:
-        raise ValueError(f"vtensor_append_: positions must be on the cache's device "
-                         f"{cache.device}, got {positions.device}")
-    if steps > cache.shape[1]:
-        raise ValueError(f"vtensor_append_: states carry T = {steps} tokens, more than the cache "
-                         f"holds (S = {cache.shape[1]})")
-    if any(size > 1 and stride == 0 for size, stride in zip(cache.shape[:2], cache.stride()[:2])):
-        raise ValueError("vtensor_append_: cache must not repeat rows (a stride of 0 on B or S: "
-                         f"an expanded tensor), got strides {tuple(cache.stride())}")
+    check_inplace_args(cache, states, positions)
+    steps = states.shape[1]
     if steps == 0:
         return
     virtual = lookup(cache)
