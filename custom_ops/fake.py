@@ -26,7 +26,10 @@ def npu_vllm_quant_lightning_indexer(query, key, weights, query_dequant_scale, k
 def npu_vllm_quant_lightning_indexer_metadata(**kwargs):
     kw = metadata_arguments(kwargs)
     check_metadata_args(**kw)  # shapes and attributes only: a traced bad call fails as in eager
-    return torch.empty(METADATA_LEN, dtype=torch.int32, device=kw["device"])
+    device = torch.device(kw["device"])
+    if device.type == "cpu":  # the CPU backend computes it on "cpu", whatever index was named
+        device = torch.device("cpu")
+    return torch.empty(METADATA_LEN, dtype=torch.int32, device=device)
 
 
 # --- vtensor (begin) ---

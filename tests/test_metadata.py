@@ -132,6 +132,20 @@ def test_op_without_device_computes_where_the_key_lengths_are(device):
         assert meta.device.type == dev and meta.shape == (1024,)
 
 
+def test_fake_output_device_is_the_real_one():
+    """A CPU device named with an index ("cpu:1"): the CPU backend computes on "cpu", and the
+    fake (what a traced graph sees) must say the same."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    lengths = (torch.tensor([1, 2], dtype=torch.int32), torch.tensor([70, 300], dtype=torch.int32))
+    kw = dict(num_heads_q=64, num_heads_k=1, head_dim=128, max_seqlen_q=2, device="cpu:1")
+    real = meta_op(actual_seq_lengths_query=lengths[0], actual_seq_lengths_key=lengths[1], **kw)
+    with FakeTensorMode() as mode:
+        fake = meta_op(actual_seq_lengths_query=mode.from_tensor(lengths[0]),
+                       actual_seq_lengths_key=mode.from_tensor(lengths[1]), **kw)
+    assert fake.device == real.device == torch.device("cpu")
+
+
 def test_keyword_helper_names_an_unknown_keyword():
     from custom_ops import _checks
     with pytest.raises(TypeError, match="bogus"):
