@@ -623,3 +623,23 @@ def test_helpers_name_a_non_tensor_cache():
 def test_empty_on_an_absent_device_is_named():
     with pytest.raises(ValueError, match="no cuda device is available"):
         vtensor.empty(2, 2, 4, capacity=64, dtype=torch.float32, device="cuda")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_functional_append_never_reads_unmapped_memory(device, layout):
+    """Views that reach past the mapped tokens (a capacity view; a longer view kept from before
+    resize_backing released its tail) or that are not a prefix view are refused, not copied
+    (the copy would read unmapped memory, a fault that ends the process)."""
+    cache = append(_empty(device, layout), _tokens(device, steps=1500))  # several chunks
+    with pytest.raises(ValueError, match="has memory behind"):
+        append(vtensor.capacity_view(cache), _tokens(device))
+    short = vtensor.truncate(cache, 2)
+    vtensor.resize_backing(short, 2)
+    assert vtensor.lookup(short).backed < 1500
+    with pytest.raises(ValueError, match="has memory behind"):
+        append(cache, _tokens(device))
+    with pytest.raises(ValueError, match="not one of its views"):
+        append(short[:, :, :1], _tokens(device, heads=1))
+    grown = append(short, _tokens(device))  # the rolled-back view itself is fine
+    assert grown.shape[1] == 3
+    del cache, short, grown

@@ -25,6 +25,28 @@ def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
     return virtual
 
 
+def _check_readable(cache: torch.Tensor) -> None:
+    """A view of a virtual cache is copied only where all of it is mapped: a prefix view of at
+    most the tokens every sequence has backing for. A capacity view, or a longer view kept from
+    before ``resize_backing`` released its tail, would read unmapped memory (a fault that ends
+    the process)."""
+    source = lookup(cache)
+    if source is None:
+        return
+    if not source.is_view(cache):
+        raise ValueError(
+            "vtensor_append: cache views a virtual cache but is not one of its views [B, S, H, D] "
+            f"(storage offset 0, strides {source.strides}): got storage offset "
+            f"{cache.storage_offset()}, strides {tuple(cache.stride())}; pass a vtensor_append "
+            "result (or clone the slice)")
+    if cache.shape[1] > source.backed:
+        raise ValueError(
+            f"vtensor_append: cache shows S = {cache.shape[1]} tokens of a virtual cache that "
+            f"has memory behind {source.backed} per sequence (a capacity view, or a view longer "
+            "than resize_backing left): pass the vtensor_append result, or "
+            "custom_ops.vtensor.truncate to roll back")
+
+
 def _fresh_cache(cache: torch.Tensor, new_length: int) -> tuple[VirtualCache, torch.Tensor]:
     """A new virtual cache for a plain or stale ``cache``, laid out as ``output_layout`` says."""
     batch, _, heads, head_dim = cache.shape
@@ -90,6 +112,7 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     virtual = _live_cache(cache)
     if virtual is not None:
         return _grow(virtual, cache, length, states, shape)
+    _check_readable(cache)
     virtual, like = _fresh_cache(cache, length + shape[1])
     virtual.ensure_all(length + shape[1])
     virtual.view(like, length).copy_(cache)
