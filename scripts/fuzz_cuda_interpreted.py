@@ -104,6 +104,7 @@ def main():
     failed, n = [], 0
     while time.monotonic() < end:
         case, paths = fuzz.draw(rng, "cpu"), draw_paths(rng)
+        case["with_metadata"] = paths["metadata"]  # (the tag's "meta": this run's own draw)
         t0 = time.monotonic()
         try:
             (idx, val), args, kwargs = run(case, paths)
@@ -113,7 +114,8 @@ def main():
         except IndexerMismatch as e:
             verdict = f"DIFFERS: {e}"
             failed.append((case, paths, str(e)))
-        shown = " ".join(f"{k}={v}" for k, v in paths.items() if v not in (None, False))
+        shown = " ".join(f"{k}={v}" for k, v in paths.items()
+                         if k != "metadata" and v not in (None, False))
         print(f"{n:4d} {fuzz.tag(case)} | {shown}  {verdict}  ({time.monotonic() - t0:.1f} s)",
               flush=True)
         n += 1
