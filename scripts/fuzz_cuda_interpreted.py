@@ -80,7 +80,7 @@ def run(case: dict, paths: dict):
         if paths["metadata"]:
             s1 = p.max_s1 if p.layout_query == "BSND" else max(case["q_lens"] + [1])
             metadata = indexer_metadata(
-                asq if asq is not None else None, ask, max_seqlen_q=s1,
+                asq, ask, max_seqlen_q=s1,
                 **cuda_indexer._schedule_args(p, paths["workers"]))
         out = cuda_indexer.indexer(*args, asq, ask, full["block_table"], metadata, p=p,
                                    workers=paths["workers"])
@@ -114,6 +114,9 @@ def main():
         except IndexerMismatch as e:
             verdict = f"DIFFERS: {e}"
             failed.append((case, paths, str(e)))
+        except Exception as e:  # noqa: BLE001 - a kernel or host error is a finding too
+            verdict = f"RAISED {type(e).__name__}: {e}"
+            failed.append((case, paths, verdict))
         shown = " ".join(f"{k}={v}" for k, v in paths.items()
                          if k != "metadata" and v not in (None, False))
         print(f"{n:4d} {fuzz.tag(case)} | {shown}  {verdict}  ({time.monotonic() - t0:.1f} s)",

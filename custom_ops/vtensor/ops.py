@@ -26,24 +26,36 @@ def _live_cache(cache: torch.Tensor) -> VirtualCache | None:
 
 
 def _check_readable(cache: torch.Tensor) -> None:
-    """A view of a virtual cache is copied only where all of it is mapped: a prefix view of at
-    most the tokens every sequence has backing for. A capacity view, or a longer view kept from
-    before ``resize_backing`` released its tail, would read unmapped memory (a fault that ends
-    the process)."""
+    """A view of a virtual cache (any slice or dtype view) is copied only if every byte it reads
+    is mapped: a capacity view, or a view kept from before ``resize_backing`` released the tail
+    it shows, would read unmapped memory (a fault that ends the process). Checked per [B, S] row
+    of the view, from its offset and strides: where the row's first and last bytes lie in the
+    reservation's regions (a sequence's own, per_sequence; the one shared, sequence_major)."""
     source = lookup(cache)
-    if source is None:
+    if source is None or cache.numel() == 0:
         return
-    if not source.is_view(cache):
+    size, item = cache.shape, cache.element_size()
+    stride = [st * item for st in cache.stride()]
+    starts = (cache.storage_offset() * item
+              + torch.arange(size[0], dtype=torch.int64)[:, None] * stride[0]
+              + torch.arange(size[1], dtype=torch.int64)[None, :] * stride[1])
+    ends = starts + (size[2] - 1) * stride[2] + (size[3] - 1) * stride[3] + item - 1
+    reservation = source.reservation
+    region = reservation.region_bytes
+    regions = reservation.nbytes // region
+    mapped = torch.tensor([reservation.mapped_bytes(r) for r in range(regions)],
+                          dtype=torch.int64)
+    first, last = starts // region, ends // region
+    inside = (first == last) & (last < regions)
+    ok = inside & (ends < first.clamp(max=regions - 1) * region + mapped[first.clamp(max=regions - 1)])
+    if not bool(ok.all()):
+        b, t = (int(i) for i in (~ok).nonzero()[0])
         raise ValueError(
-            "vtensor_append: cache views a virtual cache but is not one of its views [B, S, H, D] "
-            f"(storage offset 0, strides {source.strides}): got storage offset "
-            f"{cache.storage_offset()}, strides {tuple(cache.stride())}; pass a vtensor_append "
-            "result (or clone the slice)")
-    if cache.shape[1] > source.backed:
-        raise ValueError(
-            f"vtensor_append: cache shows S = {cache.shape[1]} tokens of a virtual cache that "
-            f"has memory behind {source.backed} per sequence (a capacity view, or a view longer "
-            "than resize_backing left): pass the vtensor_append result, or "
+            f"vtensor_append: cache (shape {tuple(size)}, strides {tuple(cache.stride())}, "
+            f"storage offset {cache.storage_offset()}) views a virtual cache and reads past the "
+            f"memory mapped behind it, first at row [{b}, {t}] (its tokens with memory behind "
+            f"them: {source.mapped_tokens()}; a capacity view, or a view longer than "
+            "resize_backing left): pass the vtensor_append result, or "
             "custom_ops.vtensor.truncate to roll back")
 
 
