@@ -46,8 +46,8 @@ def _check_readable(cache: torch.Tensor) -> None:
     mapped = torch.tensor([reservation.mapped_bytes(r) for r in range(regions)],
                           dtype=torch.int64)
     first, last = starts // region, ends // region
-    inside = (first == last) & (last < regions)
-    ok = inside & (ends < first.clamp(max=regions - 1) * region + mapped[first.clamp(max=regions - 1)])
+    home = first.clamp(max=regions - 1)
+    ok = (first == last) & (last < regions) & (ends < home * region + mapped[home])
     if not bool(ok.all()):
         b, t = (int(i) for i in (~ok).nonzero()[0])
         raise ValueError(
