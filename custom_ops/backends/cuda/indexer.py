@@ -423,10 +423,6 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
     s1 = p.max_s1
     k = p.sparse_count
     rows_per_chunk = configs.rows_per_chunk(width, k, WORKSPACE_BYTES, key_windows=key_windows)
-    block_k = _logits_path(p, rows, s1, query.dtype == torch.int8)[3].block_k  # as the host check
-
-    def gate(meta):
-        return _gated(meta, metadata, p, workers, block_k)
     if rows <= rows_per_chunk:
         meta = metadata  # key windows make their own schedules (and check this one)
         if meta is None and not key_windows:
@@ -434,7 +430,12 @@ def _solve(query, key, weights, qscale, kscale, asq, ask, block_table, metadata,
         _run(query, key, weights, qscale, kscale, asq, ask, block_table, meta, idx_out, val_out,
              p=p, rows=rows, s1=s1, leading_zero=leading_zero, workers=workers, width=width,
              key_windows=key_windows)
-    elif tnd:
+        return
+    block_k = _logits_path(p, rows, s1, query.dtype == torch.int8)[3].block_k  # as the host check
+
+    def gate(meta):
+        return _gated(meta, metadata, p, workers, block_k)
+    if tnd:
         _run_token_windows(query, key, weights, qscale, kscale, asq, ask, block_table, idx_out,
                            val_out, p=p, leading_zero=leading_zero,
                            rows_per_chunk=rows_per_chunk, workers=workers, width=width,
