@@ -219,9 +219,7 @@ def check_covers(sched: Schedule, actual_seq_lengths_query, actual_seq_lengths_k
             f"but sequence {b} of this call has {int(s1[b])}: compute the metadata with this "
             "call's max_seqlen_q")
     units = per_row.reshape(-1).tolist()
-    starts = [0]
-    for n in units:
-        starts.append(starts[-1] + n)
+    starts = [0] + torch.cumsum(per_row.reshape(-1), 0).tolist()  # row r's first unit
     at = 0  # where the next non-empty run must start
     for w, (b, qb, kb, count) in enumerate(sched.workers):
         if count == 0:
