@@ -6,14 +6,7 @@ import torch
 from hypothesis import settings
 
 import custom_ops  # noqa: F401  (registers the ops)
-
-
-def _has_npu():
-    try:
-        import torch_npu  # noqa: F401
-    except ImportError:
-        return False
-    return torch.npu.is_available()
+from custom_ops.backends import npu
 
 
 # CI explores a fixed set of examples, so a failure there reproduces; local runs keep exploring.
@@ -26,7 +19,8 @@ DEVICES = [
     pytest.param("cuda", id="cuda", marks=pytest.mark.skipif(
         not torch.cuda.is_available(), reason="needs an NVIDIA GPU (none on this machine)")),
     pytest.param("npu", id="npu", marks=pytest.mark.skipif(
-        not _has_npu(), reason="needs an Ascend NPU with torch_npu (none on this machine)")),
+        not npu.available(),
+        reason="needs an Ascend NPU with torch_npu and the op package (none on this machine)")),
 ]
 
 

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import custom_ops  # noqa: F401
+from custom_ops.backends import npu
 from custom_ops.backends.npu import graph_nodes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -224,15 +225,7 @@ def test_import_without_torch_npu_registers_no_npu_kernels():
         assert not torch._C._dispatch_has_kernel_for_dispatch_key(f"custom::{op}", "PrivateUse1")
 
 
-def _npu_available():
-    try:
-        import torch_npu  # noqa: F401
-    except ImportError:
-        return False
-    return torch.npu.is_available()
-
-
-@pytest.mark.skipif(not _npu_available(), reason="needs an Ascend NPU with torch_npu and the op package")
+@pytest.mark.skipif(not npu.available(), reason="needs an Ascend NPU with torch_npu and the op package")
 @pytest.mark.parametrize("layout", ["BSND", "TND"])
 def test_npu_indexer_matches_golden_ascend_a3(layout):
     from custom_ops.testing import assert_indexer_close, make_indexer_inputs

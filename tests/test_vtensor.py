@@ -12,25 +12,18 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from custom_ops import vtensor
+from custom_ops.backends import npu
 
 append = torch.ops.custom.vtensor_append
 append_ = torch.ops.custom.vtensor_append_
 reserve_one = torch.ops.custom.vtensor_reserve_one_token
-
-def _npu_available() -> bool:
-    """torch_npu imports (custom_ops.backends.npu.REGISTERED), the op package is built, an NPU
-    is there."""
-    from custom_ops.backends import npu
-
-    return npu.REGISTERED and npu.EXTENSION.exists() and torch.npu.is_available()
-
 
 DEVICES = [
     "cpu",
     pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(),
                                                   reason="needs a CUDA GPU")),
     pytest.param("npu", marks=pytest.mark.skipif(
-        not _npu_available(), reason="needs an Ascend NPU with torch_npu and the op package")),
+        not npu.available(), reason="needs an Ascend NPU with torch_npu and the op package")),
 ]
 LAYOUTS = ["per_sequence", "sequence_major"]
 CHUNK = 64 << 10  # small chunks so short tests cross many chunk boundaries

@@ -38,3 +38,10 @@ def _register() -> None:
 REGISTERED = _torch_npu_imports()
 if REGISTERED:
     _register()
+
+
+def available() -> bool:
+    """Whether the NPU kernels can run here: torch_npu imports, the op package is built, and an
+    NPU is present (what the NPU tests need)."""
+    import torch
+    return REGISTERED and EXTENSION.exists() and torch.npu.is_available()
