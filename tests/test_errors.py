@@ -224,18 +224,16 @@ def test_meta_tensors_mixed_with_others_are_rejected():
         op(*args, **kwargs)
 
 
-def test_metadata_device_with_an_index_accepts_cpu_tensors():
-    _, kwargs = _inputs()
-    meta = meta_op(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
-                   actual_seq_lengths_key=kwargs["actual_seq_lengths_key"], num_heads_q=64,
-                   num_heads_k=1, head_dim=128, max_seqlen_q=3, device="cpu:0")
-    assert meta.device.type == "cpu"
-
-
 def _meta_for(kwargs, ask, max_seqlen_q=3, device="cpu"):
     return meta_op(actual_seq_lengths_query=kwargs["actual_seq_lengths_query"],
                    actual_seq_lengths_key=ask, num_heads_q=64, num_heads_k=1, head_dim=128,
                    max_seqlen_q=max_seqlen_q, device=device)
+
+
+def test_metadata_device_with_an_index_accepts_cpu_tensors():
+    _, kwargs = _inputs()
+    meta = _meta_for(kwargs, kwargs["actual_seq_lengths_key"], device="cpu:0")
+    assert meta.device.type == "cpu"
 
 
 @pytest.mark.parametrize("factor", [0.25, 4.0], ids=["shorter", "longer"])
