@@ -25,7 +25,6 @@ import time
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-import torch  # noqa: E402
 
 import fuzz_indexer as fuzz  # noqa: E402
 from custom_ops import _checks  # noqa: E402
@@ -53,12 +52,8 @@ _new_outputs = cuda_indexer._new_outputs
 
 def run(case: dict, paths: dict):
     """The CUDA backend on the case's CPU tensors, with the drawn paths; restores the knobs."""
-    qk, sc = fuzz.DTYPES[case["dtype"]]
-    make = {n: v for n, v in case.items()
-            if n not in ("dtype", "mode", "with_metadata", "weights_dtype")}
-    args, kwargs = fuzz.make_indexer_inputs(qk_dtype=qk, scale_dtype=sc, device="cpu", **make)
-    if case["weights_dtype"] is not None:
-        args = (*args[:2], args[2].to(getattr(torch, case["weights_dtype"])), *args[3:])
+    # (the CPU backend's metadata would not be the CUDA backend's: made below if drawn)
+    args, kwargs = fuzz.inputs({**case, "with_metadata": False}, "cpu")
     full = _checks.indexer_arguments(kwargs)
     p = _checks.check_indexer(*args, **full)
     asq, ask = full["actual_seq_lengths_query"], full["actual_seq_lengths_key"]
