@@ -144,6 +144,20 @@ LI_INLINE bool NextRowIndex(const SplitParams &p, const QL &qLens, int64_t qbCou
     return true;
 }
 
+// Moves past row (b, qb), adding its units to rowStart, and reads the next row's units (0 past
+// the batch). False as NextRowIndex.
+template <typename QL, typename KL>
+LI_INLINE bool PassRow(const SplitParams &p, const QL &qLens, const KL &kLens, int64_t qbCount, int64_t &b,
+                       int64_t &qb, int64_t &rowStart, int64_t &rowUnits)
+{
+    rowStart += rowUnits;
+    if (!NextRowIndex(p, qLens, qbCount, b, qb)) {
+        return false;
+    }
+    rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
+    return true;
+}
+
 // Whether the worker records of `meta` split exactly this call's units: walked in worker order,
 // the non-empty runs start at unit 0, each where the previous one ended, inside a row that has
 // units, and together end at the last unit; and the declared query blocks hold every token.
@@ -172,26 +186,21 @@ LI_INLINE bool RecordsCoverUnits(const SplitParams &p, const QL &qLens, const KL
             return false;  // outside the call, or behind the rows already passed
         }
         while (b < u.b || (b == u.b && qb < u.qb)) {  // b <= u.b < B: every row read exists
-            rowStart += rowUnits;
-            if (!NextRowIndex(p, qLens, qbCount, b, qb)) {
+            if (!PassRow(p, qLens, kLens, qbCount, b, qb, rowStart, rowUnits)) {
                 return false;
             }
-            rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
         }
         if (b != u.b || qb != u.qb || u.kb < 0 || u.kb >= rowUnits || rowStart + u.kb != next) {
             return false;
         }
         next += count;
     }
-    int64_t total = rowStart;  // the call's unit count
-    while (b < p.q.batch) {
-        total += rowUnits;
-        if (!NextRowIndex(p, qLens, qbCount, b, qb)) {
+    while (b < p.q.batch) {  // to the end: rowStart becomes the call's unit count
+        if (!PassRow(p, qLens, kLens, qbCount, b, qb, rowStart, rowUnits)) {
             return false;
         }
-        rowUnits = b < p.q.batch ? RowOf(p, qLens, kLens, b, qb).units : 0;
     }
-    return next == total;
+    return next == rowStart;
 }
 
 }  // namespace li
