@@ -5,6 +5,7 @@ import dataclasses
 import math
 
 import pytest
+import torch
 
 from custom_ops.backends.cuda import configs
 
@@ -215,3 +216,48 @@ def test_place_programs_cover_the_aimed_candidates_within_the_slots(width, k, bl
         assert g * p * block >= configs.target_candidates(k, cap) or p * block == cap
     assert configs.place_programs(17, 2048, 4096, configs.TOPK) == 1  # B=64, 64K
     assert configs.place_programs(2, 2048, 4096, configs.TOPK) == 6  # a 4K row
+
+
+def _saturate(x):
+    """PTX mul.sat.f32's result clamp: [0, 1], NaN to +0."""
+    return torch.nan_to_num(x, nan=0.0).clamp(0.0, 1.0)
+
+
+WEIGHTS = torch.tensor([1.0, -1.0, 0.37, -2.5e-3, 6.1e4, -3.3e-30, 7e-42, -1e-45, 2.0 ** 100, 0.0])
+
+
+def test_relu_as_a_saturating_multiply_keeps_every_bit_of_int8_scores():
+    """Every int8 dot value (|x| <= 2^21) read as float bits, saturated after × 2^127, times the
+    weight × 2^22: the bits of max(x, 0) · weight, for weights from subnormal to 2^100."""
+    x = torch.arange(-(1 << 21), (1 << 21) + 1, dtype=torch.int32)
+    r = _saturate(x.view(torch.float32) * configs.RELU_INPUT_SCALE["int8"])
+    relu = x.to(torch.float32).clamp_min(0.0)
+    assert torch.equal(r, relu * 2.0 ** -22)  # exact: ReLU(x) · 2^-22
+    for w in WEIGHTS.tolist():
+        a = torch.tensor(w, dtype=torch.float32)
+        got = r * (a * configs.RELU_WEIGHT_SCALE["int8"]) + 0.0  # (+ 0.0: the kernel's -0 fix)
+        assert torch.equal(got.view(torch.int32), (relu * a + 0.0).view(torch.int32)), w
+
+
+def test_relu_as_a_saturating_multiply_keeps_every_bit_of_fp8_scores():
+    """fp8 dots (float32, 0 or 2^-18 <= |x| <= 448 · 448 · 128) saturated after × 2^-25, times
+    the weight × 2^25: the bits of max(x, 0) · weight."""
+    g = torch.Generator().manual_seed(0)
+    mag = torch.exp2(torch.empty(1 << 20).uniform_(-18, 24.6, generator=g))
+    x = (mag * torch.randn(1 << 20, generator=g).sign()).to(torch.float32)
+    x = torch.cat([x, torch.tensor([0.0, -0.0, 2.0 ** -18, -(2.0 ** -18), 448.0 * 448 * 128])])
+    r = _saturate(x * configs.RELU_INPUT_SCALE["fp8"])
+    relu = x.clamp_min(0.0)
+    assert torch.equal(r, relu * 2.0 ** -25)
+    for w in WEIGHTS.tolist():
+        a = torch.tensor(w, dtype=torch.float32)
+        got = r * (a * configs.RELU_WEIGHT_SCALE["fp8"]) + 0.0
+        assert torch.equal(got.view(torch.int32), (relu * a + 0.0).view(torch.int32)), w
+
+
+def test_relu_asm_multiplies_by_the_input_scale():
+    import struct
+
+    for kind, scale in configs.RELU_INPUT_SCALE.items():
+        hexbits = configs.relu_asm(kind).split("0f")[1].rstrip(";")
+        assert struct.unpack("<f", bytes.fromhex(hexbits)[::-1])[0] == scale

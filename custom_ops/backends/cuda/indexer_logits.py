@@ -20,15 +20,24 @@ phase 2 reads to emit all -1 rows instead of reading a workspace nobody wrote.
 """
 from __future__ import annotations
 
+import os
+
 import triton
 import triton.language as tl
 
+from . import configs as _configs
 from .configs import SAMPLE_EVERY as _SAMPLE_EVERY
 
 # scores j with j % SAMPLE_EVERY == 0 are also written at column KEYS_MAX + j // SAMPLE_EVERY
 SAMPLE_EVERY = tl.constexpr(_SAMPLE_EVERY)
 assert _SAMPLE_EVERY & (_SAMPLE_EVERY - 1) == 0, "SAMPLE_EVERY must be a power of two"
 SAMPLE_SHIFT = tl.constexpr(_SAMPLE_EVERY.bit_length() - 1)
+# ReLU by a saturating multiply (`_relu_times`) wherever the kernels are compiled
+SAT_RELU = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
+RELU_ASM_INT8 = tl.constexpr(_configs.relu_asm("int8"))
+RELU_ASM_FP8 = tl.constexpr(_configs.relu_asm("fp8"))
+RELU_WEIGHT_INT8 = tl.constexpr(_configs.RELU_WEIGHT_SCALE["int8"])
+RELU_WEIGHT_FP8 = tl.constexpr(_configs.RELU_WEIGHT_SCALE["fp8"])
 
 
 @triton.jit
@@ -204,10 +213,12 @@ def _load_tile(k_ptr, stride_kb, ks_ptr, stride_ksb, bt_row, t, j1, NUM_BLOCKS,
 @triton.jit
 def _load_query(q_ptr, w_ptr, qs_ptr, row, FP8_AS_F16: tl.constexpr, H: tl.constexpr,
                 D: tl.constexpr):
-    """Query row [H, D] and its head weights weights·qscale [H] (float32, exact for fp16)."""
+    """Query row [H, D] and its head weights weights·qscale [H] (float32, exact for fp16; scaled
+    by `relu_weights`)."""
     offs_h = tl.arange(0, H)
     q = tl.load(q_ptr + row * (H * D) + offs_h[:, None] * D + tl.arange(0, D)[None, :])
     a = tl.load(w_ptr + row * H + offs_h).to(tl.float32) * tl.load(qs_ptr + row * H + offs_h).to(tl.float32)
+    a = relu_weights(a, q.dtype != tl.int8)
     if FP8_AS_F16:
         q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, a
@@ -222,17 +233,51 @@ def _dot(k, q):
 
 
 @triton.jit
+def relu_weights(a, FP8: tl.constexpr):
+    """Head weights a = weights · qscale (float32) as `_relu_times` takes them: times
+    configs.RELU_WEIGHT_SCALE (2^22 for int8 dots, 2^25 for fp8 ones). Exact (a power of two)
+    unless |a| >= 2^103, far beyond any dequantisation scale times head weight."""
+    if SAT_RELU:
+        if FP8:
+            return a * RELU_WEIGHT_FP8
+        else:
+            return a * RELU_WEIGHT_INT8
+    else:
+        return a
+
+
+@triton.jit
+def _relu_times(x, a):
+    """ReLU(x) · a for the dots x and head weights a from `relu_weights`, with the bits of
+    `maximum(x, 0) · weights · qscale`, in two FMA-pipe instructions a score on the GPU: one
+    saturating multiply (no flush to zero) of the int8 dot's bits or the fp8 dot, whose
+    arithmetic configs.RELU_INPUT_SCALE explains, then the product with the weight. Why: FMNMX
+    and I2FP ran on the SMs' half-rate integer pipe, which bounded the int8 epilogue. (Triton's
+    interpreter runs no inline assembly: there it is the maximum.)"""
+    if SAT_RELU:
+        if x.dtype == tl.int32:
+            r = tl.inline_asm_elementwise(RELU_ASM_INT8, "=r,r", [x], dtype=tl.float32,
+                                          is_pure=True, pack=1)
+        else:
+            r = tl.inline_asm_elementwise(RELU_ASM_FP8, "=r,r", [x], dtype=tl.float32,
+                                          is_pure=True, pack=1)
+        return r * a
+    else:
+        return tl.maximum(x.to(tl.float32), 0.0) * a
+
+
+@triton.jit
 def _head_sum(x, ks, a):
     """kscale · Σ_g a[g] · ReLU(x[:, g]) for the dots x [BLOCK_K, H] of one token: [BLOCK_K]."""
     # + 0.0 turns a -0.0 score into +0.0 (they must sort alike) in the same FFMA as the scale,
     # bit-identical otherwise: the product is rounded once either way
-    return tl.sum(tl.maximum(x.to(tl.float32), 0.0) * a[None, :], axis=1) * ks + 0.0
+    return tl.sum(_relu_times(x, a[None, :]), axis=1) * ks + 0.0
 
 
 @triton.jit
 def _head_sums(x, ks, a, NQ: tl.constexpr, H: tl.constexpr):
     """[BLOCK_K, NQ] scores from the dots x [BLOCK_K, NQ·H] of NQ stacked tokens."""
-    w = tl.maximum(x.to(tl.float32), 0.0) * a[None, :]
+    w = _relu_times(x, a[None, :])
     return tl.sum(tl.reshape(w, [w.shape[0], NQ, H]), axis=2) * ks[:, None] + 0.0  # as above
 
 
@@ -277,7 +322,7 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
                    NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
-    weights·qscale [NQ·H]. Tokens not `live` read row `first` (a live one: in bounds, finite)
+    weights·qscale [NQ·H] (scaled by `relu_weights`). Tokens not `live` read row `first` (a live one: in bounds, finite)
     and get zero head weights; their scores are never stored."""
     qrow = tl.where(live, rows, first)
     qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
@@ -285,6 +330,7 @@ def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.const
     qm = (live[:, None] & (tl.arange(0, H) >= 0)[None, :]).reshape([NQ * H])
     qa = tl.where(qm, tl.load(w_ptr + qh).to(tl.float32) * tl.load(qs_ptr + qh).to(tl.float32),
                   0.0)
+    qa = relu_weights(qa, q.dtype != tl.int8)
     if FP8_AS_F16:
         q = dot_order(q.to(tl.float16))  # as the keys it meets
     return q, qa

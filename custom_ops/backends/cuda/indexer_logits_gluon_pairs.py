@@ -10,7 +10,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
                                                               warpgroup_mma, warpgroup_mma_wait)
 
 from .indexer_logits import (_head_sums, _store_scores, batch_rows, dot_order, next_row,
-                             row_units, tile_range, visible_keys, worker_share)
+                             relu_weights, row_units, tile_range, visible_keys, worker_share)
 
 PAIRS = gl.constexpr(2)  # consumer/loader pairs per CTA (the kernel's warp_specialize list)
 
@@ -119,9 +119,11 @@ def _store_half(out_ptr, stride_out, KEYS_MAX, rows, vis, j, j0, score):
 
 @gluon.jit
 def _half_tokens(w_ptr, qs_ptr, row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: gl.constexpr,
-                 NH: gl.constexpr, H: gl.constexpr, TOK: gl.constexpr, COL: gl.constexpr):
+                 NH: gl.constexpr, H: gl.constexpr, TOK: gl.constexpr, COL: gl.constexpr,
+                 FP8: gl.constexpr):
     """Tokens [g, g + NH): output rows and visible keys (0 for tokens past s_hi) in layout TOK,
-    and their head weights weights·qscale [NH·H] (0 for those tokens) in layout COL."""
+    and their head weights weights·qscale [NH·H] (0 for those tokens; scaled by
+    `relu_weights`) in layout COL."""
     tok = gl.arange(0, NH, layout=TOK)
     live = g + tok < s_hi
     vis = gl.where(live, gl.minimum(visible_keys(g + tok, s1, s2, CMP, CAUSAL), j1), 0)
@@ -132,7 +134,7 @@ def _half_tokens(w_ptr, qs_ptr, row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: gl.const
     qh = qrow.to(gl.int64) * H + col % H
     qa = gl.load(w_ptr + qh, mask=qm, other=0.0).to(gl.float32) * \
         gl.load(qs_ptr + qh, mask=qm, other=0.0).to(gl.float32)
-    return rows, vis, qa
+    return rows, vis, relu_weights(qa, FP8)
 
 
 @gluon.jit
@@ -242,10 +244,10 @@ def _consumer(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out,
                 CAUSAL, TND, HAS_ASQ, LEADING_ZERO, BLOCK_K)
             if j0 < j1:
                 rows0, vis0, qa0 = _half_tokens(w_ptr, qs_ptr, row0, s_lo, s_hi, s1, s2, j1, CMP,
-                                                CAUSAL, NH, H, TOK, COL)
+                                                CAUSAL, NH, H, TOK, COL, FP8)
                 if SPLIT:
                     rows1, vis1, qa1 = _half_tokens(w_ptr, qs_ptr, row0, s_lo + NH, s_hi, s1, s2,
-                                                    j1, CMP, CAUSAL, NH, H, TOK, COL)
+                                                    j1, CMP, CAUSAL, NH, H, TOK, COL, FP8)
                 if QA_SMEM:  # kept in shared memory: registers for the fp16 A operand instead
                     qa_smem.slice(0, NH * H).store(qa0)
                     qa_smem.slice(NH * H, NH * H).store(qa1)

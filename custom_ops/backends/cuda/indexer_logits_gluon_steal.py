@@ -227,7 +227,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
         q_block = gl.load(md_ptr + 3)
         offs_k = gl.arange(0, BLOCK_K, layout=KEY)
         rows0, vis0, qa0 = _half_tokens(w_ptr, qs_ptr, 0, 0, 0, 1, 0, 0, CMP, CAUSAL, 1, H,
-                                        TOK, COL)  # (placeholders: no token is live)
+                                        TOK, COL, FP8)  # (placeholders: no token is live)
         c = 0
         seg = 0
         cur_b = -1
@@ -248,7 +248,7 @@ def _consumer_steal(w_ptr, qs_ptr, asq_ptr, ask_ptr, md_ptr, out_ptr, stride_out
                     row0, s1, s2, s_lo, s_hi = _row_tokens(asq_ptr, ask_ptr, b, qb, q_block, S1,
                                                            T, TND, HAS_ASQ, LEADING_ZERO)
                     rows0, vis0, qa0 = _half_tokens(w_ptr, qs_ptr, row0, s_lo, s_hi, s1, s2,
-                                                    KEYS_MAX, CMP, CAUSAL, 1, H, TOK, COL)
+                                                    KEYS_MAX, CMP, CAUSAL, 1, H, TOK, COL, FP8)
                     if FP8:
                         gl.thread_barrier()  # every warp's dots done with the last query
                         _query_f16(q_ptr, q_smem, row0 + s_lo, s_hi - s_lo, 1, H, D)
