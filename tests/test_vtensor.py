@@ -618,17 +618,36 @@ def test_empty_on_an_absent_device_is_named():
         vtensor.empty(2, 2, 4, capacity=64, dtype=torch.float32, device="cuda")
 
 
+def test_append_spanning_2_gib_equals_cat(device):
+    """Sequences spanning 2^31 bytes take index_copy_ (VirtualCache.batch_index): same values."""
+    capacity = (1 << 30) // 128  # 128 bytes a token: regions 1 GiB apart, three span 2 GiB
+    cache = _empty(device, batch=3, capacity=capacity)
+    assert vtensor.lookup(cache).batch_index is not None
+    reference = cache.clone()
+    for steps in (1, 5, 700, 1):
+        states = _tokens(device, steps=steps)
+        cache = append(cache, states)
+        reference = torch.cat([reference, states], 1)
+        assert torch.equal(cache, reference)
+    narrow = _empty(device, batch=3, capacity=capacity - _chunk(device) // 128)  # copy_
+    assert vtensor.lookup(narrow).batch_index is None
+    del cache, narrow
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_functional_append_never_reads_unmapped_memory(device, layout):
     """Views that reach past the mapped tokens (a capacity view; a longer view kept from before
     resize_backing released its tail) are refused, not copied (the copy would read unmapped
     memory, a fault that ends the process); slices and dtype views within them are copied."""
-    cache = append(_empty(device, layout), _tokens(device, steps=1500))  # several chunks
+    # more than two chunks of tokens in either layout, a quarter of the capacity (a CUDA chunk,
+    # 2 MiB, is 32 of the CPU's)
+    steps = 2 * _chunk(device) // 128 + 1  # 128 bytes a token of one sequence
+    cache = append(_empty(device, layout, capacity=4 * steps), _tokens(device, steps=steps))
     with pytest.raises(ValueError, match="reads past the memory mapped"):
         append(vtensor.capacity_view(cache), _tokens(device))
     short = vtensor.truncate(cache, 2)
     vtensor.resize_backing(short, 2)
-    assert vtensor.lookup(short).backed < 1500
+    assert vtensor.lookup(short).backed < steps
     with pytest.raises(ValueError, match="reads past the memory mapped"):
         append(cache, _tokens(device))
     del cache  # (past the backing now: not even a failure report may print it)

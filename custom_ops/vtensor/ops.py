@@ -81,7 +81,7 @@ def _grow(virtual: VirtualCache, like: torch.Tensor, length: int, states: torch.
           shape: torch.Size) -> torch.Tensor:
     """Write ``states`` after the first ``length`` tokens; returns the live view, now longer.
 
-    Two ``as_strided`` and one ``copy_``: no slicing, no driver call unless the backing ends
+    Two ``as_strided`` and one copy: no slicing, no driver call unless the backing ends
     within the new tokens (``ensure_all`` maps, and maps ahead at an exact chunk fill).
     ``shape`` is ``states.shape``, which the caller has already read.
     """
@@ -89,7 +89,12 @@ def _grow(virtual: VirtualCache, like: torch.Tensor, length: int, states: torch.
     if new_length >= virtual.backed:
         virtual.ensure_all(new_length)
     strides = virtual.strides
-    like.as_strided(shape, strides, length * strides[1]).copy_(states)
+    if virtual.batch_index is None:
+        like.as_strided(shape, strides, length * strides[1]).copy_(states)
+    else:  # sequences 2^31 bytes apart or more (VirtualCache.batch_index says why)
+        rows = like.as_strided((virtual.batch, shape[1] * strides[1]), (strides[0], 1),
+                               length * strides[1])
+        rows.index_copy_(0, virtual.batch_index, states.reshape(virtual.batch, -1))
     grown_shape = (virtual.batch, new_length, virtual.heads, virtual.head_dim)
     grown = like.as_strided(grown_shape, strides, 0)
     virtual.length = new_length
