@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# APPLIED in session 39 (commit 444dcae): measured n4 int8 -9.6 % (NOTES "Session 39"); kept for the record.
 # ReLU as a saturating multiply (session 38; one device call, ~9 min). The int8 next_n=4 Gluon
 # loop is 549 instructions a tile, 256 of them I2FP + FMNMX, both on the SMs' half-rate integer
 # pipe (~512 of its cycles a tile against ~1240 measured a tile); session 32's |x| upper bound

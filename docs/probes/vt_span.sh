@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RESOLVED in session 39 (commit 00e8622: index_copy_ only past the 2^31-byte span; NOTES "The 2^31-byte span"); kept for the record.
 # bench_vtensor's vt-append at 64K tokens (11.9 µs of device time a step against 3.0 at every
 # shorter length, session 37), in one device call (~3-4 min; prepared in session 38 without a
 # device). First docs/probes/vt_span_probe.py (its docstring: the 2^31-byte span hypothesis and
