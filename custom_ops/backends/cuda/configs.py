@@ -50,10 +50,10 @@ SAMPLE_EVERY = 8
 # ReLU as one saturating multiply (indexer_logits._relu_times). PTX `mul.sat.f32` clamps to
 # [0, 1] and maps NaN to +0. An int8 dot x (|x| <= 128 · 128 · 128 = 2^21) read as float bits is
 # the subnormal x · 2^-149 when x >= 0 and a NaN when x < 0, so sat(bits(x) · 2^127) is
-# ReLU(x) · 2^-22 with no int→float convert; an fp8 dot (float32, |x| <= 448 · 448 · 128 < 2^25,
-# never below 2^-18 unless 0) gives sat(x · 2^-25) = ReLU(x) · 2^-25. The head weights carry the
-# inverse power of two, so each product is ReLU(x) · weight, the same real number, rounded once:
-# the same bits (tests/test_cuda_configs.py), unless |weight · qscale| >= 2^103.
+# ReLU(x) · 2^-22 with no int→float convert; an fp8 dot (float32, |x| <= 448 · 448 · 128 <
+# 2^25, never below 2^-18 unless 0) gives sat(x · 2^-25) = ReLU(x) · 2^-25. The head weights
+# carry the inverse power of two, so each product is ReLU(x) · weight, the same real number,
+# rounded once: the same bits (tests/test_cuda_configs.py), unless |weight · qscale| >= 2^103.
 RELU_INPUT_SCALE = {"int8": 2.0 ** 127, "fp8": 2.0 ** -25}
 RELU_WEIGHT_SCALE = {"int8": 2.0 ** 22, "fp8": 2.0 ** 25}
 

@@ -322,8 +322,8 @@ def _tokens(row0, g, s_hi, s1, s2, j1, CMP, CAUSAL: tl.constexpr, NQ: tl.constex
 def _stacked_query(q_ptr, w_ptr, qs_ptr, rows, live, first, FP8_AS_F16: tl.constexpr,
                    NQ: tl.constexpr, H: tl.constexpr, D: tl.constexpr):
     """Query rows `rows` [NQ] stacked as one [NQ·H, D] operand and their head weights
-    weights·qscale [NQ·H] (scaled by `relu_weights`). Tokens not `live` read row `first` (a live one: in bounds, finite)
-    and get zero head weights; their scores are never stored."""
+    weights·qscale [NQ·H] (scaled by `relu_weights`). Tokens not `live` read row `first` (a
+    live one: in bounds, finite) and get zero head weights; their scores are never stored."""
     qrow = tl.where(live, rows, first)
     qh = (qrow[:, None] * H + tl.arange(0, H)[None, :]).reshape([NQ * H])
     q = tl.load(q_ptr + qh[:, None] * D + tl.arange(0, D)[None, :])
