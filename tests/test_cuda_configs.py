@@ -129,15 +129,20 @@ def test_rank_grid_covers_k_and_no_more_than_the_slots(k, slack):
 @pytest.mark.parametrize("width", [2048, 4096, 65536, 131072])
 def test_place_rank_programs_lend_each_a_segment_slot(width, programs):
     """J place-rank programs per row: at least 1, at most G (a row in the exact fallback gives
-    each program a segment slot of its own), and about tc.place_rank_programs over all rows."""
+    each program a segment slot of its own), at least tc.place_rank_row_programs below G, and
+    about tc.place_rank_programs over all rows."""
     tc = dataclasses.replace(configs.TOPK, place_rank_programs=programs)
     for rows in (1, 8, 64, 128, 256):
         g = configs.segments(rows, width, tc)
         j = configs.place_rank_programs(rows, g, tc)
         assert 1 <= j <= g
-        assert j == g or rows * j >= programs > rows * (j - 1)
+        floor = min(tc.place_rank_row_programs, g // 2)
+        assert j >= floor
+        assert j == g or rows * j >= programs > rows * (j - 1) or (
+            j == floor and rows * j >= programs)
     assert configs.place_rank_programs(64, 16, configs.TOPK) == 4  # B=64, 64K
-    assert configs.place_rank_programs(256, 4, configs.TOPK) == 1  # B=64, 64K, next_n=4
+    assert configs.place_rank_programs(256, 4, configs.TOPK) == 2  # B=64, 64K, next_n=4
+    assert configs.place_rank_programs(256, 2, configs.TOPK) == 1  # B=64, 4K, next_n=4
 
 
 def test_threshold_samples_keep_the_stride():

@@ -189,6 +189,12 @@ class TopkConfig:
     # and B1 64K 14 %: at few rows the two launches' many short programs win (H200, session 30)
     place_rank_rows: int = 64
     place_rank_programs: int = 4 * 64
+    # and at least this many a row, at most half the row's G segments: at 256 rows (B=64,
+    # next_n=4) 2 a row against 1, same-call A/B (H200, session 39): 64K int8 343.6 -> 339.1
+    # µs, fp8 460.8 -> 457.0, 16K (G = 4) 137.6 -> 135.1; but 4K (G = 2) 80.7 -> 85.0, where
+    # a second program re-reads every candidate of a short row for little ranking work (with
+    # the floor at G // 2, 4K kept 1 a row: 81.6 -> 80.3, 128K 620.7 -> 619.0, 64K 342.8 -> 340.3)
+    place_rank_row_programs: int = 2
     # slots a place-rank program ranks a step: 512 and 128 equal at 64 rows, 512 -2.5 % at
     # 128 rows of 4K keys (session 30)
     place_rank_block: int = 512
@@ -336,9 +342,11 @@ def place_programs(g: int, k: int, cap: int, tc: TopkConfig) -> int:
 
 
 def place_rank_programs(rows: int, g: int, tc: TopkConfig) -> int:
-    """J: place-rank programs per row, so that rows·J is about tc.place_rank_programs; at most
-    G, the segment slots a row in the exact fallback lends its programs, and at least 1."""
-    return max(1, min(g, -(-tc.place_rank_programs // rows)))
+    """J: place-rank programs per row, so that rows·J is about tc.place_rank_programs, and at
+    least tc.place_rank_row_programs where that is at most half of G; at most G, the segment
+    slots a row in the exact fallback lends its programs, and at least 1."""
+    wanted = max(min(tc.place_rank_row_programs, g // 2), -(-tc.place_rank_programs // rows))
+    return max(1, min(g, wanted))
 
 
 def scratch_bytes(rows: int, cap: int, k: int, tc: TopkConfig | None = None,
