@@ -754,7 +754,9 @@ def test_topk_options_give_the_same_bits(monkeypatch, q_lens, ties):
             (20, 1, False, dict(rank_slots_past_k=0, buckets=16, bucket_block=16)),
             (20, 1, False, dict(sort, threshold_per_warp=False, threshold_warps=4)),
             (20, 1, False, dict(place_rank_rows=1)),  # place and rank in one launch
-            (20, 1, True, dict(place_rank_rows=1, place_rank_programs=1, place_rank_block=128)),
+            (20, 1, True, dict(place_rank_rows=1, place_rank_programs=1, place_rank_row_programs=1,
+                               place_rank_block=128)),  # one program a row
+            (20, 1, False, dict(place_rank_rows=1, place_rank_programs=1)),  # two: the row floor
             (20, 1, False, dict(place_rank_rows=1, place_rank_programs=1 << 20,
                                 place_rank_tile=16, buckets=16)),  # 1 of each segment a step
             (1, 1, False, dict(place_rank_rows=1, place_rank_programs=1 << 20)),  # fallback

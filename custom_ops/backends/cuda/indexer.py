@@ -28,7 +28,6 @@ captured metadata op recomputes the schedule with each replay's lengths.
 from __future__ import annotations
 
 import dataclasses
-import os
 import weakref
 
 import torch
@@ -149,7 +148,7 @@ def _logits_path(p: _checks.IndexerProblem, rows: int, s1: int, is_int8: bool):
 
 def _interpreted() -> bool:
     """Whether Triton runs the kernels in its interpreter (on CPU tensors)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    return bool(triton.knobs.runtime.interpret)
 
 
 def _pdl_ok(dev: torch.device) -> bool:

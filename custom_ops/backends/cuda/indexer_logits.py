@@ -20,8 +20,6 @@ phase 2 reads to emit all -1 rows instead of reading a workspace nobody wrote.
 """
 from __future__ import annotations
 
-import os
-
 import triton
 import triton.language as tl
 
@@ -32,10 +30,13 @@ from .configs import SAMPLE_EVERY as _SAMPLE_EVERY
 SAMPLE_EVERY = tl.constexpr(_SAMPLE_EVERY)
 assert _SAMPLE_EVERY & (_SAMPLE_EVERY - 1) == 0, "SAMPLE_EVERY must be a power of two"
 SAMPLE_SHIFT = tl.constexpr(_SAMPLE_EVERY.bit_length() - 1)
-# ReLU by a saturating multiply (`_relu_times`) wherever the kernels are compiled
-SAT_RELU = tl.constexpr(os.environ.get("TRITON_INTERPRET", "0") in ("", "0"))
+# ReLU by a saturating multiply (`_relu_times`): PTX wherever the kernels are compiled, its
+# arithmetic spelled out in Triton's interpreter (which runs no inline assembly)
+RELU_BY_ASM = tl.constexpr(not triton.knobs.runtime.interpret)
 RELU_ASM_INT8 = tl.constexpr(_configs.relu_asm("int8"))
 RELU_ASM_FP8 = tl.constexpr(_configs.relu_asm("fp8"))
+RELU_INPUT_INT8 = tl.constexpr(_configs.RELU_INPUT_SCALE["int8"])
+RELU_INPUT_FP8 = tl.constexpr(_configs.RELU_INPUT_SCALE["fp8"])
 RELU_WEIGHT_INT8 = tl.constexpr(_configs.RELU_WEIGHT_SCALE["int8"])
 RELU_WEIGHT_FP8 = tl.constexpr(_configs.RELU_WEIGHT_SCALE["fp8"])
 
@@ -237,13 +238,10 @@ def relu_weights(a, FP8: tl.constexpr):
     """Head weights a = weights · qscale (float32) as `_relu_times` takes them: times
     configs.RELU_WEIGHT_SCALE (2^22 for int8 dots, 2^25 for fp8 ones). Exact (a power of two)
     unless |a| >= 2^103, far beyond any dequantisation scale times head weight."""
-    if SAT_RELU:
-        if FP8:
-            return a * RELU_WEIGHT_FP8
-        else:
-            return a * RELU_WEIGHT_INT8
+    if FP8:
+        return a * RELU_WEIGHT_FP8
     else:
-        return a
+        return a * RELU_WEIGHT_INT8
 
 
 @triton.jit
@@ -253,17 +251,22 @@ def _relu_times(x, a):
     saturating multiply (no flush to zero) of the int8 dot's bits or the fp8 dot, whose
     arithmetic configs.RELU_INPUT_SCALE explains, then the product with the weight. Why: FMNMX
     and I2FP ran on the SMs' half-rate integer pipe, which bounded the int8 epilogue. (Triton's
-    interpreter runs no inline assembly: there it is the maximum.)"""
-    if SAT_RELU:
+    interpreter runs no inline assembly: there the same multiply and clamp are spelled out, so
+    the CPU checks run this arithmetic, weights included.)"""
+    if RELU_BY_ASM:
         if x.dtype == tl.int32:
             r = tl.inline_asm_elementwise(RELU_ASM_INT8, "=r,r", [x], dtype=tl.float32,
                                           is_pure=True, pack=1)
         else:
             r = tl.inline_asm_elementwise(RELU_ASM_FP8, "=r,r", [x], dtype=tl.float32,
                                           is_pure=True, pack=1)
-        return r * a
     else:
-        return tl.maximum(x.to(tl.float32), 0.0) * a
+        if x.dtype == tl.int32:
+            r = x.to(tl.float32, bitcast=True) * RELU_INPUT_INT8
+        else:
+            r = x * RELU_INPUT_FP8
+        r = tl.where(r > 0.0, tl.minimum(r, 1.0), 0.0)  # mul.sat: [0, 1], NaN to +0
+    return r * a
 
 
 @triton.jit
@@ -423,6 +426,8 @@ def _indexer_logits_kernel(
         H: tl.constexpr, D: tl.constexpr,
         FORMAT_ID: tl.constexpr, BACKEND: tl.constexpr, HEADER: tl.constexpr,
         PDL: tl.constexpr):
+    # the ReLU's saturating multiply is exact for dots of at most 128 products (`_relu_times`)
+    tl.static_assert(D <= 128, "head dim D must be at most 128")
     if PDL:  # phase 2's first kernel may launch as this one's programs finish (its own wait
         tl.extra.cuda.gdc_launch_dependents()  # keeps it from reading the logits early)
     pid = tl.program_id(0)

@@ -138,6 +138,8 @@ def _indexer_logits_gluon_kernel(
         D: gl.constexpr, FP8: gl.constexpr, Q_LAYOUT: gl.constexpr, FORMAT_ID: gl.constexpr,
         BACKEND: gl.constexpr, HEADER: gl.constexpr, PDL: gl.constexpr,
         STEAL: gl.constexpr = False):
+    # the ReLU's saturating multiply is exact for dots of at most 128 products (`_relu_times`)
+    gl.static_assert(D <= 128, "head dim D must be at most 128")
     if PDL:  # phase 2's first kernel may launch as this one's CTAs finish (its own wait keeps it
         # from reading the logits early): as in the Triton kernel
         gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // dummy $0", "=r", [],
