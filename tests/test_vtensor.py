@@ -619,8 +619,9 @@ def test_empty_on_an_absent_device_is_named():
 
 
 def test_append_spanning_2_gib_equals_cat(device):
-    """Sequences spanning 2^31 bytes take index_copy_ (VirtualCache.batch_index): same values."""
-    capacity = (1 << 30) // 128  # 128 bytes a token: regions 1 GiB apart, three span 2 GiB
+    """Sequences whose regions reach 2^31 bytes take index_copy_ (VirtualCache.batch_index):
+    the same values as torch.cat."""
+    capacity = (1 << 30) // 128  # 128 bytes a token: regions of 1 GiB, three reach 3 GiB
     cache = _empty(device, batch=3, capacity=capacity)
     assert vtensor.lookup(cache).batch_index is not None
     reference = cache.clone()
@@ -629,7 +630,10 @@ def test_append_spanning_2_gib_equals_cat(device):
         cache = append(cache, states)
         reference = torch.cat([reference, states], 1)
         assert torch.equal(cache, reference)
-    narrow = _empty(device, batch=3, capacity=capacity - _chunk(device) // 128)  # copy_
+    chunk = _chunk(device)
+    below = (1 << 31) // 3 // chunk * chunk  # the largest region three of which stay below 2^31
+    narrow = _empty(device, batch=3, capacity=below // 128)  # copy_
+    assert 3 * vtensor.lookup(narrow).reservation.region_bytes < 1 << 31
     assert vtensor.lookup(narrow).batch_index is None
     del cache, narrow
 

@@ -102,14 +102,14 @@ class VirtualCache:
         # fast path reuses them instead of recomputing
         self.strides = ((self.region_elems, hd, head_dim, 1) if layout == "per_sequence"
                         else (hd, batch * hd, head_dim, 1))
-        # ATen's CUDA copy_ splits an iteration spanning 2^31 bytes or more into several
-        # launches; a copy_ of new tokens into [B, T, H, D] spans B - 1 regions. Caches whose
-        # sequences lie that far apart write them as rows of a [B, T·H·D] view, index_copy_
-        # along B (B's stride stays out of the iteration). Below the bound copy_ is faster.
-        # (docs/probes/vt_span_probe.py on the H200: at 2.23 GB copy_ 5.5 µs, index_copy_ 3.2;
-        # at 2.01 GB copy_ 2.8, index_copy_ 3.2.)
+        # ATen's CUDA copy_ splits an iteration whose byte offsets pass 2^31 - 1 into several
+        # launches; a copy_ of new tokens into [B, T, H, D] spans B - 1 regions and T tokens,
+        # under B regions. Caches whose B regions reach 2^31 bytes write them as rows of a
+        # [B, T·H·D] view, index_copy_ along B (B's stride stays out of the iteration). Below
+        # the bound copy_ is faster. (docs/probes/vt_span_probe.py on the H200: at 2.23 GB
+        # copy_ 5.5 µs, index_copy_ 3.2; at 2.01 GB copy_ 2.8, index_copy_ 3.2.)
         self.batch_index = None
-        if layout == "per_sequence" and (batch - 1) * region_bytes >= 2**31:
+        if layout == "per_sequence" and batch > 1 and batch * region_bytes >= 2**31:
             self.batch_index = torch.arange(batch, device=self.device)
         self.length = 0  # tokens of the live view of the functional ops
         self.backed = 0  # tokens every sequence has backing for (the decode step's fast path)
