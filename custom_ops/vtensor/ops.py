@@ -102,29 +102,29 @@ def _grow(virtual: VirtualCache, like: torch.Tensor, length: int, states: torch.
     return grown
 
 
-def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
-    """torch.cat([cache, states], 1) in value; in place when ``cache`` is the live virtual view.
-
-    cache  [B, S, H, D]  states [B, T, H, D]  ->  [B, S + T, H, D], a view of virtual storage.
-    A plain cache is copied once into a new virtual cache; so is a stale view (shorter or longer
-    than the live one), so tokens that a live view still shows are never overwritten.
-    """
+def _append_to_result(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor | None:
+    """The per-step path: when ``cache`` is this op's last result, its shape, dtype and device
+    are the cache's, so only ``states`` and the liveness are left to check. Returns the grown
+    view, or None for anything else (a mismatch included, for the general path's message)."""
     virtual = RESULTS.get(id(cache))
-    if virtual is not None:
-        # The per-step path: ``cache`` is this op's last result, so its shape, dtype and device
-        # are the cache's; only ``states`` and the liveness are left to check. Anything else
-        # (a mismatch included, for its error message) takes the general path below.
-        shape = virtual.result_shape
-        length = shape[1]
-        # (the storage check catches a result re-pointed with set_ at another storage)
-        if (virtual.result() is cache and virtual.length == length and cache.shape == shape
-                and cache.untyped_storage().data_ptr() == virtual.reservation.address):
-            shape = states.shape
-            if (len(shape) == 4 and shape[0] == virtual.batch and shape[2] == virtual.heads
-                    and shape[3] == virtual.head_dim and states.dtype == virtual.dtype
-                    and states.device == virtual.device):
-                return _grow(virtual, cache, length, states, shape)
-    check_functional_args(cache, states, "vtensor_append")
+    if virtual is None:
+        return None
+    shape = virtual.result_shape
+    length = shape[1]
+    # (the storage check catches a result re-pointed with set_ at another storage)
+    if (virtual.result() is cache and virtual.length == length and cache.shape == shape
+            and cache.untyped_storage().data_ptr() == virtual.reservation.address):
+        shape = states.shape
+        if (len(shape) == 4 and shape[0] == virtual.batch and shape[2] == virtual.heads
+                and shape[3] == virtual.head_dim and states.dtype == virtual.dtype
+                and states.device == virtual.device):
+            return _grow(virtual, cache, length, states, shape)
+    return None
+
+
+def _append_checked(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """The general path, on arguments the op's checks passed: the live view grows in place, any
+    other view or tensor is copied into a new virtual cache first."""
     length, shape = cache.shape[1], states.shape
     virtual = _live_cache(cache)
     if virtual is not None:
@@ -136,10 +136,29 @@ def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
     return _grow(virtual, like, length, states, shape)
 
 
+def vtensor_append(cache: torch.Tensor, states: torch.Tensor) -> torch.Tensor:
+    """torch.cat([cache, states], 1) in value; in place when ``cache`` is the live virtual view.
+
+    cache  [B, S, H, D]  states [B, T, H, D]  ->  [B, S + T, H, D], a view of virtual storage.
+    A plain cache is copied once into a new virtual cache; so is a stale view (shorter or longer
+    than the live one), so tokens that a live view still shows are never overwritten.
+    """
+    grown = _append_to_result(cache, states)
+    if grown is None:
+        check_functional_args(cache, states, "vtensor_append")
+        grown = _append_checked(cache, states)
+    return grown
+
+
 def vtensor_reserve_one_token(key_cache: torch.Tensor, key_states: torch.Tensor) -> torch.Tensor:
     """The seed's op: ``vtensor_append`` of exactly one token. key_states [B, 1, H, D]."""
+    if key_states.dim() == 4 and key_states.shape[1] == 1:
+        # the per-step path establishes every other check of the op
+        grown = _append_to_result(key_cache, key_states)
+        if grown is not None:
+            return grown
     check_reserve_one_token_args(key_cache, key_states)
-    return vtensor_append(key_cache, key_states)
+    return _append_checked(key_cache, key_states)
 
 
 def vtensor_append_(cache: torch.Tensor, states: torch.Tensor, positions: torch.Tensor) -> None:
